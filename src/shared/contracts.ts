@@ -1,0 +1,216 @@
+/**
+ * The one contract module for queues: names, job names, per-queue data and result types, and the
+ * states a mission and its tasks move through. Producer, workers, CLI and board import this file.
+ */
+
+export const DEFAULT_PREFIX = '{flotilla}';
+
+export const QUEUES = {
+  mission: 'mission',
+  verify: 'verify',
+  critic: 'critic',
+  internal: 'dispatch.internal',
+} as const;
+
+export const DISPATCH_PREFIX = 'dispatch.';
+
+export function dispatchQueue(capability: string): string {
+  return `${DISPATCH_PREFIX}${capability}`;
+}
+
+export const JOBS = { run: 'run', verify: 'verify', critic: 'critic', gate: 'gate', finalize: 'finalize' } as const;
+
+/** Deterministic job ids: never a `:`, never all digits, the same on every host that computes them. */
+export function attemptJobId(missionId: string, taskId: string, attempt: number, stage: keyof typeof JOBS): string {
+  return `${missionId}.${taskId}.a${attempt}.${stage}`;
+}
+
+export function finalizeJobId(missionId: string): string {
+  return `${missionId}.finalize`;
+}
+
+export function integrationBranch(missionId: string): string {
+  return `flotilla/${missionId}`;
+}
+
+export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
+  return `flotilla/${missionId}/${taskId}/a${attempt}`;
+}
+
+/** The dispatch task id used for PROMPT/RESULT file names: unique per attempt. */
+export function dispatchTaskId(taskId: string, attempt: number): string {
+  return `${taskId}-a${attempt}`;
+}
+
+export const MISSION_STATUSES = ['running', 'done', 'partial', 'failed', 'cancelled'] as const;
+export type MissionStatus = (typeof MISSION_STATUSES)[number];
+
+export const TASK_STATUSES = [
+  'pending',
+  'queued',
+  'running',
+  'verifying',
+  'reviewing',
+  'retrying',
+  'needs_input',
+  'completed',
+  'failed',
+  'skipped',
+  'cancelled',
+] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'skipped', 'cancelled'];
+
+export function isTerminal(status: TaskStatus): boolean {
+  return TERMINAL_TASK_STATUSES.includes(status);
+}
+
+/** Every job of an attempt carries the same small reference; the rest lives in mission state. */
+export interface AttemptRef {
+  readonly missionId: string;
+  readonly taskId: string;
+  readonly attempt: number;
+}
+
+export interface RunJobData extends AttemptRef {
+  /** The capability queue this attempt was routed to. */
+  readonly capability: string;
+  /** A pinned CLI (task `cli:`), or the CLI the route chose. */
+  readonly cli?: string;
+  /** HMAC of the payload when FLOTILLA_SECRET is set. */
+  sig?: string;
+}
+
+export type StageJobData = AttemptRef & { sig?: string };
+
+export interface FinalizeJobData {
+  readonly missionId: string;
+  sig?: string;
+}
+
+/** Status values of the result contract, mapped. */
+export type ResultStatus = 'success' | 'success_with_warnings' | 'failure' | 'unknown';
+
+export interface RunResult {
+  /** done: the CLI produced work to verify; failed: an attempt that failed; needs_input: paused. */
+  readonly outcome: 'done' | 'failed' | 'needs_input' | 'cancelled';
+  readonly cli: string;
+  readonly host: string;
+  readonly branch?: string;
+  readonly commit?: string;
+  readonly resultStatus: ResultStatus;
+  /** At most a few hundred characters; the whole result is in the audit trail. */
+  readonly summary: string;
+  readonly error?: string;
+  readonly costUsd?: number;
+  readonly durationMs: number;
+}
+
+export interface CriterionResult {
+  readonly command: string;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  /** The last lines of combined output, capped. */
+  readonly tail: string;
+}
+
+export interface VerifyResult {
+  readonly run: RunResult;
+  /** False when the run did not produce work, so nothing was verified. */
+  readonly ran: boolean;
+  readonly passed: boolean;
+  readonly criteria: readonly CriterionResult[];
+}
+
+export interface CriticVerdict {
+  readonly score: number;
+  readonly verdict: 'approve' | 'reject';
+  readonly issues: readonly string[];
+}
+
+export interface CriticResult {
+  readonly verify: VerifyResult;
+  readonly ran: boolean;
+  readonly cli?: string;
+  readonly verdict?: CriticVerdict;
+  readonly error?: string;
+  readonly costUsd?: number;
+}
+
+/** What the gate decides, a pure function of the attempt's results and the task's settings. */
+export type GateDecision =
+  | { readonly action: 'approve'; readonly score?: number }
+  | { readonly action: 'retry'; readonly feedback: string; readonly delayMs: number; readonly reason: string }
+  | { readonly action: 'fail'; readonly feedback: string; readonly reason: string }
+  | { readonly action: 'pause'; readonly reason: string }
+  | { readonly action: 'cancel' };
+
+/** Task state as stored in Redis and shown by `status`. */
+export interface TaskState {
+  status: TaskStatus;
+  attempts: number;
+  cli: string | null;
+  host: string | null;
+  score: number | null;
+  error: string | null;
+  /** Text fed into the next attempt's prompt (failing criteria, critic issues). */
+  feedback?: string | null;
+  /** Why the task went to the queue it did, or why it waits. */
+  route?: string | null;
+  costUsd?: number;
+  questions?: unknown;
+  answers?: string[];
+  /** Dependents this task's approval released; kept so a re-delivered gate re-adds the same. */
+  released?: string[];
+  startedAt?: string | null;
+  finishedAt?: string | null;
+}
+
+/** The status JSON of DESIGN.md §5, `flotilla status <id> --json`. */
+export interface MissionStatusJson {
+  id: string;
+  goal: string;
+  status: MissionStatus;
+  createdAt: string;
+  finishedAt: string | null;
+  branch: string;
+  costUsd?: number;
+  tasks: Array<{
+    id: string;
+    title?: string;
+    status: TaskStatus;
+    attempts: number;
+    cli: string | null;
+    host: string | null;
+    score: number | null;
+    error: string | null;
+    route?: string | null;
+    costUsd?: number;
+    questions?: unknown;
+  }>;
+}
+
+/** One entry of the audit trail: what a person reads to know what happened and why. */
+export interface AuditEntry {
+  at: string;
+  taskId: string;
+  attempt: number;
+  stage: 'route' | 'run' | 'verify' | 'critic' | 'gate' | 'answer' | 'cancel' | 'mission';
+  host?: string;
+  cli?: string;
+  message: string;
+  /** Large texts (prompt, result, criteria output); `report` writes them to files. */
+  files?: Record<string, string>;
+}
+
+/** Events published on the mission's stream, for `run`, `status --watch` and the board. */
+export interface MissionEvent {
+  at: string;
+  missionId: string;
+  taskId?: string;
+  attempt?: number;
+  type: 'submitted' | 'task' | 'mission' | 'log';
+  status?: string;
+  message: string;
+}

@@ -1,0 +1,66 @@
+/**
+ * The few error classes flotilla has. The code decides what happens next (retry, exit code); the
+ * message is for a person and names the file, the place, what was expected and what came.
+ */
+export const ERROR_CODES = [
+  'usage',
+  'mission/invalid',
+  'mission/not-found',
+  'adapter/invalid',
+  'cli/not-found',
+  'cli/auth',
+  'cli/rate-limited',
+  'cli/timeout',
+  'job/unsigned',
+  'redis/unreachable',
+  'git/missing',
+  'git/failed',
+  'internal',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One problem found in a user's file; validation returns these as data. */
+export interface Problem {
+  file: string;
+  line?: number;
+  path: string;
+  message: string;
+}
+
+export function formatProblem(problem: Problem): string {
+  const place = problem.line ? `${problem.file}:${problem.line}` : problem.file;
+  return problem.path ? `${place}: ${problem.path}: ${problem.message}` : `${place}: ${problem.message}`;
+}
+
+export class FlotillaError extends Error {
+  readonly code: ErrorCode;
+  readonly problems: readonly Problem[];
+
+  constructor(code: ErrorCode, message: string, problems: readonly Problem[] = []) {
+    super(message);
+    this.name = 'FlotillaError';
+    this.code = code;
+    this.problems = problems;
+  }
+}
+
+export function isFlotillaError(error: unknown, code?: ErrorCode): error is FlotillaError {
+  return error instanceof FlotillaError && (code === undefined || error.code === code);
+}
+
+/** Only src/cli turns codes into exit codes; this table is the single place that says how. */
+export function exitCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case 'usage':
+    case 'mission/invalid':
+    case 'mission/not-found':
+    case 'adapter/invalid':
+      return 2;
+    case 'redis/unreachable':
+    case 'git/missing':
+      return 3;
+    default:
+      return 1;
+  }
+}

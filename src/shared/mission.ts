@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { CONTROL_MODES, TASK_KINDS } from './capabilities.js';
+import { parseDuration } from './duration.js';
+
+/**
+ * The mission file's shape. Unknown fields are errors (a typo must not silently drop a setting);
+ * cross-task rules (unique ids, dependencies, cycles) live in producer/mission-rules.ts.
+ */
+export const TASK_ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
+
+const duration = z
+  .union([z.string(), z.number()])
+  .transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 10m or 1h30m, got '${value}'` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+export const defaultsSchema = z
+  .object({
+    max_attempts: z.number().int().min(1).max(20).default(3),
+    timeout: duration.default(600_000),
+    min_score: z.number().min(0).max(10).default(7),
+    control_mode: z.enum(CONTROL_MODES).default('guarded'),
+    backoff: duration.default(5_000),
+    budget_usd: z.number().positive().optional(),
+  })
+  .strict();
+
+export const taskSchema = z
+  .object({
+    id: z.string().regex(TASK_ID_PATTERN, 'expected lower-case letters, digits, - and _, starting with a letter or digit'),
+    title: z.string().min(1),
+    description: z.string().default(''),
+    capability: z.string().min(1).optional(),
+    task_type: z.string().min(1).optional(),
+    kind: z.enum(TASK_KINDS).default('coding'),
+    division: z.string().optional(),
+    languages: z.array(z.string()).default([]),
+    frameworks: z.array(z.string()).default([]),
+    agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected an agent id (a file name in agents/)').optional(),
+    depends_on: z.array(z.string()).default([]),
+    exit_criteria: z.array(z.string().min(1)).min(1, 'expected at least one shell command'),
+    allowed_paths: z.array(z.string()).optional(),
+    files: z.array(z.string()).default([]),
+    critic: z.boolean().optional(),
+    cli: z.string().optional(),
+    control_mode: z.enum(CONTROL_MODES).optional(),
+    max_attempts: z.number().int().min(1).max(20).optional(),
+    timeout: duration.optional(),
+    min_score: z.number().min(0).max(10).optional(),
+  })
+  .strict();
+
+export const missionSchema = z
+  .object({
+    goal: z.string().min(1),
+    workspace: z.string().min(1).default('.'),
+    base: z.string().min(1).optional(),
+    defaults: defaultsSchema.default(() => defaultsSchema.parse({})),
+    tasks: z.array(taskSchema).min(1, 'expected at least one task'),
+  })
+  .strict();
+
+export type MissionInput = z.input<typeof missionSchema>;
+export type MissionFile = z.output<typeof missionSchema>;
+export type TaskFile = z.output<typeof taskSchema>;
+
+/** A task with every default resolved: what the producer stores and workers read. */
+export interface TaskSpec {
+  readonly id: string;
+  readonly title: string;
+  readonly description: string;
+  readonly capability: string;
+  readonly kind: (typeof TASK_KINDS)[number];
+  readonly division?: string;
+  readonly languages: readonly string[];
+  readonly frameworks: readonly string[];
+  readonly agent?: string;
+  readonly dependsOn: readonly string[];
+  readonly exitCriteria: readonly string[];
+  readonly allowedPaths?: readonly string[];
+  readonly files: readonly string[];
+  readonly critic: boolean;
+  readonly cli?: string;
+  readonly controlMode: (typeof CONTROL_MODES)[number];
+  readonly maxAttempts: number;
+  readonly timeoutMs: number;
+  readonly minScore: number;
+  readonly backoffMs: number;
+}
+
+/** A validated mission: what submit stores in Redis. */
+export interface MissionSpec {
+  readonly goal: string;
+  /** Absolute path or URL of the git repository every host can reach. */
+  readonly workspace: string;
+  readonly base?: string;
+  readonly budgetUsd?: number;
+  /** Folder that holds agents/<id>.md for this mission (the mission file's folder), if any. */
+  readonly agentsDir?: string;
+  /** The whole text of each agent file the tasks name, resolved at submit time. */
+  readonly agents: Readonly<Record<string, string>>;
+  readonly tasks: readonly TaskSpec[];
+}
+
+export function normalizeTask(task: TaskFile, defaults: MissionFile['defaults']): TaskSpec {
+  return {
+    id: task.id,
+    title: task.title,
+    description: task.description,
+    capability: task.capability ?? task.task_type ?? defaultCapability(task.kind),
+    kind: task.kind,
+    division: task.division,
+    languages: task.languages,
+    frameworks: task.frameworks,
+    agent: task.agent,
+    dependsOn: task.depends_on,
+    exitCriteria: task.exit_criteria,
+    allowedPaths: task.allowed_paths,
+    files: task.files,
+    critic: task.critic ?? task.kind === 'coding',
+    cli: task.cli,
+    controlMode: task.control_mode ?? defaults.control_mode,
+    maxAttempts: task.max_attempts ?? defaults.max_attempts,
+    timeoutMs: task.timeout ?? defaults.timeout,
+    minScore: task.min_score ?? defaults.min_score,
+    backoffMs: defaults.backoff,
+  };
+}
+
+function defaultCapability(kind: TaskFile['kind']): string {
+  switch (kind) {
+    case 'research':
+      return 'large_analysis';
+    case 'review':
+      return 'code_review';
+    case 'planning':
+      return 'documentation';
+    default:
+      return 'code_implementation';
+  }
+}

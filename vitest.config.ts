@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Integration tests start real redis-server processes and real git repos; on a shared 2-core
+// machine they need generous timeouts and limited parallelism, not tight timing.
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 60_000,
+    maxWorkers: 2,
+    fileParallelism: true,
+    reporters: ['default'],
+  },
+});
