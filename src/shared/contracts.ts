@@ -102,7 +102,14 @@ export interface RunResult {
   readonly resultStatus: ResultStatus;
   /** At most a few hundred characters; the whole result is in the audit trail. */
   readonly summary: string;
+  /** Capped; handed to dependents as handoff context. */
+  readonly outputs?: string;
+  readonly findings?: string;
   readonly error?: string;
+  /** No retry can help (the CLI is not logged in and no live host can serve the task). */
+  readonly fatal?: boolean;
+  /** needs_input: the questions the agent asked (agent-dispatch's `<questions>`). */
+  readonly questions?: unknown;
   readonly costUsd?: number;
   readonly durationMs: number;
 }
@@ -161,6 +168,8 @@ export interface TaskState {
   costUsd?: number;
   questions?: unknown;
   answers?: string[];
+  /** What an approved task hands to its dependents' prompts. */
+  handoff?: { summary: string; outputs: string; findings: string };
   /** Dependents this task's approval released; kept so a re-delivered gate re-adds the same. */
   released?: string[];
   startedAt?: string | null;

@@ -1,0 +1,65 @@
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { DEFAULT_PREFIX } from './contracts.js';
+import { FlotillaError } from './errors.js';
+
+/** The package root: where the shipped `adapters/` folder lives. */
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+const envSchema = z.object({
+  /** Redis to use; `run` starts a private redis-server when this is unset. */
+  REDIS_URL: z.string().url().optional(),
+  /** Queue and key prefix; the braces make it a Redis Cluster hash tag so every key of flotilla shares a slot. */
+  FLOTILLA_PREFIX: z.string().min(1).default(DEFAULT_PREFIX),
+  FLOTILLA_ADAPTERS: z.string().optional(),
+  FLOTILLA_AGENTS: z.string().optional(),
+  /** HMAC key for job payloads and mission specs; hosts refuse unsigned or altered ones when set. */
+  FLOTILLA_SECRET: z.string().min(1).optional(),
+  FLOTILLA_BOARD_USER: z.string().optional(),
+  FLOTILLA_BOARD_PASSWORD: z.string().optional(),
+  /** Host caches (repo clones, attempt worktrees). */
+  FLOTILLA_HOME: z.string().optional(),
+  /** BullMQ lock duration for CLI jobs; a crashed host's job moves on after about this long. */
+  FLOTILLA_LOCK_MS: z.coerce.number().int().positive().default(30_000),
+  FLOTILLA_STALLED_INTERVAL_MS: z.coerce.number().int().positive().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface Config {
+  readonly redisUrl?: string;
+  readonly prefix: string;
+  readonly adaptersDir: string;
+  readonly agentsDir?: string;
+  readonly secret?: string;
+  readonly boardUser?: string;
+  readonly boardPassword?: string;
+  readonly home: string;
+  readonly lockMs: number;
+  readonly stalledIntervalMs: number;
+  readonly logLevel: z.output<typeof envSchema>['LOG_LEVEL'];
+}
+
+/** Reads the environment once, before any connection opens; the result is frozen. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new FlotillaError('usage', `invalid environment: ${lines.join('; ')}`);
+  }
+  const e = parsed.data;
+  return Object.freeze({
+    redisUrl: e.REDIS_URL,
+    prefix: e.FLOTILLA_PREFIX,
+    adaptersDir: resolve(e.FLOTILLA_ADAPTERS ?? join(PACKAGE_ROOT, 'adapters')),
+    agentsDir: e.FLOTILLA_AGENTS,
+    secret: e.FLOTILLA_SECRET,
+    boardUser: e.FLOTILLA_BOARD_USER,
+    boardPassword: e.FLOTILLA_BOARD_PASSWORD,
+    home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
+    lockMs: e.FLOTILLA_LOCK_MS,
+    stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? e.FLOTILLA_LOCK_MS,
+    logLevel: e.LOG_LEVEL,
+  });
+}

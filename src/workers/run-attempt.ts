@@ -1,0 +1,271 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { DelayedError, type Job } from 'bullmq';
+import type { Adapter } from '../shared/adapter.js';
+import { attemptBranch, dispatchTaskId, QUEUES, type RunJobData, type RunResult } from '../shared/contracts.js';
+import { FlotillaError } from '../shared/errors.js';
+import type { TaskSpec } from '../shared/mission.js';
+import { listHosts, routableHosts } from '../shared/registry.js';
+import { verifyPayload } from '../shared/signing.js';
+import { type HostContext, type HostCli, loadMission, usableClis } from './host-context.js';
+import { matchCli } from './match.js';
+import { assemblePrompt, buildInvocation, promptTooLarge, resolveModel } from './prompt.js';
+import { collectResult } from './result-parse.js';
+import { classifyReply } from './reply-patterns.js';
+import { spawnCli, tail } from './spawn-cli.js';
+import { parseUsage } from './usage.js';
+import { checkoutAttempt } from './workspace/attempt-checkout.js';
+import { commitAttempt } from './workspace/commit.js';
+import { openRepoCache } from './workspace/repo-cache.js';
+import { snapshotChanges } from './workspace/snapshot-changes.js';
+import { describeViolations, enforceWriteScope } from './workspace/write-scope.js';
+import { removeWorktree } from './workspace/worktree.js';
+
+const CAP = 2_000;
+
+/** The abort reason a cancel message gives; any other reason (shutdown, lost lock) is not the task's end. */
+export const MISSION_CANCELLED = 'mission cancelled';
+
+/** Jobs whose payload fails its signature are refused, loudly, before anything runs. */
+export function assertSigned(ctx: HostContext, job: Job): void {
+  if (!verifyPayload(job.data as object, ctx.config.secret)) {
+    ctx.logger.error({ jobId: job.id, queue: job.queueName }, 'refusing job: payload signature missing or wrong');
+    throw new FlotillaError('job/unsigned', `job ${job.id}: payload signature missing or wrong; refused`);
+  }
+}
+
+/**
+ * Chooses this host's CLI for a run job: the pinned one, the internal adapter for
+ * dispatch.internal, or the seed's matching over the CLIs this host can use now.
+ */
+export function chooseCli(ctx: HostContext, data: RunJobData, task: TaskSpec): HostCli | null {
+  const usable = usableClis(ctx);
+  if (data.cli) return usable.find((c) => c.adapter.cli === data.cli) ?? null;
+  if (`dispatch.${data.capability}` === QUEUES.internal || data.capability === 'internal') {
+    return usable.find((c) => c.adapter.cli === ctx.internalCli) ?? null;
+  }
+  const servingQueue = usable.filter((c) => c.adapter.config.capabilities.includes(data.capability));
+  const match = matchCli(
+    { capability: task.capability, division: task.division, controlMode: task.controlMode },
+    servingQueue.map((c) => c.adapter),
+  );
+  const chosen = match.adapter ?? servingQueue[0]?.adapter;
+  return chosen ? (servingQueue.find((c) => c.adapter === chosen) ?? null) : null;
+}
+
+/** Moves the job back to its queue for `delayMs` without spending a task attempt. */
+async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
+}
+
+function agentTier(personality: string): string {
+  const front = /^---\n([\s\S]*?)\n---/.exec(personality)?.[1] ?? '';
+  return /^model_tier:\s*["']?([a-z]+)/m.exec(front)?.[1] ?? 'execution';
+}
+
+export async function runAttempt(
+  ctx: HostContext,
+  job: Job<RunJobData>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<RunResult> {
+  assertSigned(ctx, job);
+  const { missionId, taskId, attempt } = job.data;
+  const started = Date.now();
+  const { spec, meta } = await loadMission(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  const base = { cli: '', host: ctx.hostId, resultStatus: 'unknown' as const, summary: '', durationMs: 0 };
+  if (await ctx.store.isCancelled(missionId)) return { ...base, outcome: 'cancelled', summary: 'mission cancelled' };
+
+  const chosen = chooseCli(ctx, job.data, task);
+  if (!chosen) {
+    // Pinned to a CLI this host lacks, or all of its CLIs for the queue are cooling down.
+    return giveBack(job, token, 2_000);
+  }
+  const adapter = chosen.adapter;
+  const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId, cli: adapter.cli });
+  const release = await ctx.slots.acquire(signal);
+  const releaseCli = await (ctx.cliSlots.get(adapter.cli)?.acquire(signal) ?? Promise.resolve(() => {}));
+  let checkoutDir: string | undefined;
+  try {
+    const marked = await ctx.store.mark(missionId, taskId, attempt, 'running', {
+      cli: adapter.cli,
+      host: ctx.hostId,
+      startedAt: new Date().toISOString(),
+      error: null,
+    });
+    if (!marked) return { ...base, cli: adapter.cli, outcome: 'failed', summary: 'stale attempt', error: 'stale' };
+    await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: 'running', message: `running on ${ctx.hostId} with ${adapter.displayName}` });
+
+    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
+    const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
+    checkoutDir = checkout.dir;
+    const state = await ctx.store.getTask(missionId, taskId);
+    const states = await ctx.store.getTasks(missionId);
+    const dtid = dispatchTaskId(taskId, attempt);
+    const resultPath = adapter.config.result_path.replaceAll('{task-id}', dtid);
+    const personality = task.agent ? (spec.agents[task.agent] ?? '') : '';
+    const prompt = assemblePrompt({
+      personality,
+      missionGoal: spec.goal,
+      task,
+      handoff: task.dependsOn.map((dep) => {
+        const h = states[dep]?.handoff;
+        const title = spec.tasks.find((t) => t.id === dep)?.title ?? dep;
+        return { taskId: dep, title, summary: h?.summary ?? '', outputs: h?.outputs ?? '', findings: h?.findings ?? '' };
+      }),
+      controlMode: task.controlMode,
+      resultPath,
+      ...(attempt > 1 && state?.feedback
+        ? { retry: { attempt: attempt - 1, maxAttempts: task.maxAttempts, feedback: state.feedback } }
+        : {}),
+      ...(state?.answers?.length
+        ? { continuation: { questions: JSON.stringify(state.questions ?? []), answers: state.answers.join('\n') } }
+        : {}),
+    });
+    if (promptTooLarge(adapter, prompt)) {
+      return { ...base, cli: adapter.cli, outcome: 'failed', fatal: true, durationMs: Date.now() - started,
+        summary: 'prompt too large', error: `prompt of ${prompt.length} characters exceeds ${adapter.displayName}'s max_prompt_size (${adapter.config.max_prompt_size ?? adapter.maxPromptSize}); not sent truncated` };
+    }
+    const promptPath = join('.planning', 'dispatch', `${dtid}-PROMPT.md`);
+    await mkdir(join(checkout.dir, '.planning', 'dispatch'), { recursive: true });
+    await mkdir(dirname(join(checkout.dir, resultPath)), { recursive: true });
+    await writeFile(join(checkout.dir, promptPath), prompt);
+
+    const invocation = buildInvocation(adapter, {
+      promptPath,
+      promptText: prompt,
+      model: resolveModel(adapter, agentTier(personality)),
+    });
+    if (invocation.note) log.info(invocation.note);
+    log.info({ command: invocation.command, delivery: invocation.delivery }, 'starting CLI');
+    const outcome = await spawnCli({
+      command: invocation.command,
+      args: invocation.args,
+      stdin: invocation.stdin,
+      cwd: checkout.dir,
+      env: adapter.config.env,
+      timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+      signal,
+    });
+    const reply = `${outcome.stdout}\n${outcome.stderr}`;
+    const classified = outcome.exitCode === 0 ? null : classifyReply(adapter, reply, outcome.spawnError);
+    if (classified?.kind === 'rate-limit') {
+      const cooldown = adapter.config.cooldown_ms ?? 60_000;
+      ctx.coolingUntil.set(adapter.cli, Date.now() + cooldown);
+      log.warn({ cooldownMs: cooldown }, `${adapter.displayName} is rate limited: ${classified.message}`);
+      await ctx.onAdvertisedChange();
+      await ctx.store.audit(missionId, { at: new Date().toISOString(), taskId, attempt, stage: 'run', host: ctx.hostId, cli: adapter.cli, message: `rate limited (attempt not counted, back to the queue): ${classified.message}` });
+      await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
+      return giveBack(job, token, Math.min(cooldown, 5_000));
+    }
+    if (classified?.kind === 'auth') {
+      ctx.disabled.set(adapter.cli, classified.message);
+      log.error(`${adapter.displayName} is not usable on this host: ${classified.message}`);
+      await ctx.onAdvertisedChange();
+      const others = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix)).some((h) =>
+        h.clis.some((c) => c.capabilities.includes(job.data.capability) && (h.hostId !== ctx.hostId || c.cli !== adapter.cli)),
+      );
+      await ctx.store.audit(missionId, { at: new Date().toISOString(), taskId, attempt, stage: 'run', host: ctx.hostId, cli: adapter.cli, message: `${adapter.displayName}: ${classified.message}${others ? ' (another host will take the task)' : ' (no live host can serve the task)'}` });
+      if (others) {
+        await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
+        return giveBack(job, token, 1_000);
+      }
+      return { ...base, cli: adapter.cli, outcome: 'failed', fatal: true, durationMs: Date.now() - started,
+        summary: `${adapter.displayName} cannot run`, error: `${adapter.displayName}: ${classified.message}` };
+    }
+    if (outcome.cancelled) {
+      // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
+      if (signal?.reason !== MISSION_CANCELLED) throw new Error(`CLI stopped: ${String(signal?.reason ?? 'aborted')}`);
+      return { ...base, cli: adapter.cli, outcome: 'cancelled', summary: 'cancelled; the CLI was stopped', durationMs: Date.now() - started };
+    }
+
+    const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
+    const resultFile = join(checkout.dir, resultPath);
+    const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
+    const changedFiles = await snapshotChanges(checkout.dir);
+    const collected = collectResult({
+      exitCode: outcome.exitCode,
+      timedOut: outcome.timedOut,
+      stdout: usage?.resultText ?? outcome.stdout,
+      stderr: outcome.stderr,
+      resultFileText,
+      changedFiles,
+    });
+    if (resultFileText === null && collected.source === 'stdout') {
+      await writeFile(resultFile, collected.text);
+    }
+    const readOnly = task.controlMode === 'advisory' || task.controlMode === 'surgical';
+    const scope = await enforceWriteScope({ dir: checkout.dir, allowedPaths: task.allowedPaths ? [...task.allowedPaths] : undefined, readOnly });
+    let summary = collected.summary;
+    if (scope.violations.length > 0) {
+      summary = `${summary}\nWrite violation rolled back: ${describeViolations(scope.violations)}`.trim();
+      log.warn({ violations: scope.violations }, 'write violation rolled back');
+    }
+    const success = collected.outcome === 'done';
+    if (success) await archiveDispatchFiles(checkout.dir, [promptPath, resultPath]);
+    const branch = attemptBranch(missionId, taskId, attempt);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      branch,
+      message: `flotilla: ${taskId} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
+    });
+    const costUsd = usage?.costUsd;
+    if (costUsd) {
+      await ctx.store.addCost(missionId, costUsd);
+      await ctx.store.mark(missionId, taskId, attempt, null, { costUsd: (state?.costUsd ?? 0) + costUsd });
+    }
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      message: `${adapter.displayName} exited ${outcome.exitCode ?? 'by signal'}${outcome.timedOut ? ' (timed out)' : ''} after ${Math.round(outcome.durationMs / 1000)}s; result ${collected.status} from ${collected.source}${collected.warnings.length ? `; ${collected.warnings.join('; ')}` : ''}${scope.violations.length ? `; rolled back ${scope.violations.length} file(s) outside scope` : ''}`,
+      files: {
+        'prompt.md': prompt,
+        'result.md': collected.text,
+        'stdout.txt': tail(outcome.stdout, 20_000),
+        'stderr.txt': tail(outcome.stderr, 20_000),
+      },
+    });
+    const error = success
+      ? undefined
+      : [collected.warnings.join('; '), tail(outcome.stderr, 1_000)].filter(Boolean).join('\n') || `result ${collected.status}`;
+    return {
+      outcome: collected.outcome,
+      cli: adapter.cli,
+      host: ctx.hostId,
+      branch,
+      commit: committed.commit ?? undefined,
+      resultStatus: collected.status,
+      summary: summary.slice(0, CAP),
+      outputs: collected.outputs.join(', ').slice(0, CAP),
+      findings: collected.findings.slice(0, CAP),
+      ...(error ? { error: error.slice(0, CAP) } : {}),
+      ...(costUsd ? { costUsd } : {}),
+      ...(collected.questions ? { questions: collected.questions } : {}),
+      durationMs: Date.now() - started,
+    } as RunResult;
+  } finally {
+    releaseCli();
+    release();
+    if (checkoutDir) await removeWorktree(checkoutDir);
+  }
+}
+
+/** On success PROMPT and RESULT move to the archive folder with a timestamp prefix (cli-dispatch cleanup). */
+async function archiveDispatchFiles(dir: string, files: readonly string[]): Promise<void> {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  const archive = join(dir, '.planning', 'dispatch', 'archive');
+  await mkdir(archive, { recursive: true });
+  for (const file of files) {
+    const name = file.split('/').pop() ?? file;
+    await rename(join(dir, file), join(archive, `${stamp}-${name}`)).catch(() => undefined);
+  }
+}
+
+export type { Adapter };
