@@ -197,6 +197,8 @@ export interface MissionStatusJson {
     route?: string | null;
     costUsd?: number;
     questions?: unknown;
+    startedAt?: string | null;
+    finishedAt?: string | null;
   }>;
 }
 

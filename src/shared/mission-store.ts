@@ -292,6 +292,8 @@ export class MissionStore {
           error: s?.error ?? null,
           route: s?.route ?? null,
           costUsd: s?.costUsd,
+          startedAt: s?.startedAt ?? null,
+          finishedAt: s?.finishedAt ?? null,
           ...(s?.questions ? { questions: s.questions } : {}),
         };
       }),

@@ -51,13 +51,15 @@ export async function reviewAttempt(
 
   const builder = verify.run.cli;
   const reviewer = pickReviewer(builder, usableClis(ctx).map((c) => c.adapter));
-  const handbacks = Number((job.data as { handbacks?: number }).handbacks ?? 0);
   if (!reviewer || reviewer.selfReview || !reviewer.config.capabilities.includes('code_review')) {
     const elsewhere = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix)).some(
       (h) => h.hostId !== ctx.hostId && h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
     );
-    if (elsewhere && handbacks < MAX_HANDBACKS) {
-      await job.updateData({ ...job.data, handbacks: handbacks + 1 });
+    // The count lives beside the job, not in its (signed) data.
+    const counter = `${ctx.store.prefix}:handbacks:${job.id}`;
+    const handbacks = elsewhere ? await ctx.store.redis.incr(counter) : 0;
+    if (elsewhere) await ctx.store.redis.pexpire(counter, 3_600_000);
+    if (elsewhere && handbacks <= MAX_HANDBACKS) {
       await job.moveToDelayed(Date.now() + 500, token);
       throw new DelayedError();
     }

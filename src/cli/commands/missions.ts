@@ -1,0 +1,146 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { FlotillaClient } from '../../producer/client.js';
+import { loadMission } from '../../producer/load-mission.js';
+import type { Config } from '../../shared/config.js';
+import { formatProblem } from '../../shared/errors.js';
+import { listHosts } from '../../shared/registry.js';
+import { exitCodeForStatus, followMission } from '../follow.js';
+import type { Io } from '../io.js';
+import { formatEventLine, LiveTable, renderTable } from '../progress.js';
+
+async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
+  const client = await FlotillaClient.connect({ config });
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/** `submit`: validates and enqueues; the mission id is the last line of stdout. */
+export async function submit(args: { file: string; wait: boolean; json: boolean }, config: Config, io: Io): Promise<number> {
+  const { mission, problems } = await loadMission(args.file);
+  if (!mission) {
+    for (const problem of problems) io.err(formatProblem(problem));
+    return 2;
+  }
+  return withClient(config, async (client) => {
+    const submitted = await client.submit(mission);
+    if (!args.wait) {
+      io.out(submitted.id);
+      return 0;
+    }
+    io.err(`mission ${submitted.id} submitted`);
+    const final = await followMission(client, submitted.id, io, { json: args.json });
+    if (args.json) io.out(JSON.stringify(final));
+    return exitCodeForStatus(final.status);
+  });
+}
+
+export async function status(args: { id?: string; json: boolean; watch: boolean }, config: Config, io: Io): Promise<number> {
+  return withClient(config, async (client) => {
+    if (!args.id) {
+      const ids = await client.store.listMissions(50);
+      const all = await Promise.all(ids.map((id) => client.status(id).catch(() => null)));
+      const rows = all.filter((s) => s !== null);
+      if (args.json) {
+        io.out(JSON.stringify(rows.map(({ tasks, ...rest }) => ({ ...rest, tasks: tasks.length }))));
+        return 0;
+      }
+      if (rows.length === 0) io.out('no missions');
+      for (const s of rows) {
+        const done = s.tasks.filter((t) => t.status === 'completed').length;
+        io.out(`${s.id.padEnd(40)} ${s.status.padEnd(9)} ${done}/${s.tasks.length} tasks  ${s.createdAt}  ${s.goal}`);
+      }
+      return 0;
+    }
+    if (args.watch) {
+      if (io.isTTY && !args.json) {
+        const table = new LiveTable((text) => process.stdout.write(text));
+        for (;;) {
+          const s = await client.status(args.id);
+          table.draw(renderTable(s));
+          if (s.status !== 'running') return exitCodeForStatus(s.status);
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
+      const final = await client.wait(args.id, { onEvent: (event) => io.out(args.json ? JSON.stringify(event) : formatEventLine(event)) });
+      return exitCodeForStatus(final.status);
+    }
+    const s = await client.status(args.id);
+    if (args.json) io.out(JSON.stringify(s));
+    else for (const line of renderTable(s)) io.out(line);
+    if (!args.json) {
+      for (const t of s.tasks) {
+        if (t.route && (t.status === 'queued' || t.status === 'pending')) io.out(`  ${t.id}: ${t.route}`);
+        if (t.questions) io.out(`  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`);
+      }
+    }
+    return 0;
+  });
+}
+
+/** `report`: the audit trail in one folder — every attempt's prompt, result, criteria output and verdict. */
+export async function report(args: { id: string; out?: string }, config: Config, io: Io): Promise<number> {
+  return withClient(config, async (client) => {
+    const s = await client.status(args.id);
+    const audit = await client.store.getAudit(args.id);
+    const summary = await client.summary(args.id);
+    const dir = resolve(args.out ?? join('flotilla-reports', args.id));
+    await mkdir(dir, { recursive: true });
+    const lines = [`# Mission ${s.id}`, '', `Goal: ${s.goal}`, `Status: ${s.status}`, `Branch: ${s.branch}`, ''];
+    if (summary) lines.push('```', summary, '```', '');
+    lines.push('## Audit trail', '');
+    for (const entry of audit) {
+      const who = entry.taskId ? `${entry.taskId} a${entry.attempt}` : 'mission';
+      const where = [entry.host, entry.cli].filter(Boolean).join(' / ');
+      const links: string[] = [];
+      for (const [name, content] of Object.entries(entry.files ?? {})) {
+        const folder = join(dir, entry.taskId || '_mission', `a${entry.attempt}`);
+        await mkdir(folder, { recursive: true });
+        await writeFile(join(folder, name), content);
+        links.push(`[${name}](${entry.taskId || '_mission'}/a${entry.attempt}/${name})`);
+      }
+      lines.push(`- ${entry.at} **${who}** ${entry.stage}${where ? ` (${where})` : ''}: ${entry.message}${links.length ? ` — ${links.join(', ')}` : ''}`);
+    }
+    await writeFile(join(dir, 'REPORT.md'), `${lines.join('\n')}\n`);
+    await writeFile(join(dir, 'status.json'), `${JSON.stringify(s, null, 2)}\n`);
+    io.out(join(dir, 'REPORT.md'));
+    return 0;
+  });
+}
+
+export async function cancel(args: { id: string }, config: Config, io: Io): Promise<number> {
+  return withClient(config, async (client) => {
+    const result = await client.cancel(args.id);
+    io.out(`cancelled ${args.id}: ${result.cancelled.length} task(s) stopped before starting, ${result.running.length} running task(s) being stopped`);
+    return 0;
+  });
+}
+
+export async function answer(args: { id: string; task: string; text: string }, config: Config, io: Io): Promise<number> {
+  return withClient(config, async (client) => {
+    const { attempt } = await client.answer(args.id, args.task, args.text);
+    io.out(`${args.task} resumes as attempt ${attempt}`);
+    return 0;
+  });
+}
+
+export async function hosts(args: { json: boolean }, config: Config, io: Io): Promise<number> {
+  return withClient(config, async (client) => {
+    const list = await listHosts(client.redis, config.prefix);
+    if (args.json) {
+      io.out(JSON.stringify(list));
+      return 0;
+    }
+    if (list.length === 0) io.out('no live hosts');
+    for (const h of list) {
+      io.out(`${h.hostId}  slots ${h.slots}  running ${h.running}  heartbeat ${h.heartbeatAt}`);
+      for (const c of h.clis) io.out(`  ${c.displayName} ${c.version ?? ''}: ${c.capabilities.join(', ')}`);
+      for (const d of h.disabled) io.out(`  ${d.cli}: disabled — ${d.reason}`);
+      for (const c of h.coolingDown) io.out(`  ${c.cli}: cooling down until ${c.until}`);
+    }
+    return 0;
+  });
+}

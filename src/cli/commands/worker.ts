@@ -1,0 +1,51 @@
+import type { Config } from '../../shared/config.js';
+import { FlotillaError } from '../../shared/errors.js';
+import { createLogger } from '../../shared/logger.js';
+import { connectOrFail } from '../../shared/redis.js';
+import { startHost } from '../../workers/host.js';
+import type { Io } from '../io.js';
+
+/**
+ * A worker host until signalled: the first SIGTERM/SIGINT stops taking jobs and gives running
+ * CLIs the grace period; the second kills them at once so their jobs move to another host.
+ */
+export async function worker(
+  args: { adaptersDir?: string; hostId?: string; slots: number; internalCli?: string; graceMs: number },
+  config: Config,
+  io: Io,
+): Promise<number> {
+  const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
+  const probe = await connectOrFail(redisUrl);
+  probe.disconnect();
+  const logger = createLogger({ level: config.logLevel });
+  const host = await startHost({
+    config,
+    redisUrl,
+    adaptersDir: args.adaptersDir,
+    hostId: args.hostId,
+    slots: args.slots,
+    internalCli: args.internalCli,
+    logger,
+    graceMs: args.graceMs,
+  });
+  if (host.clis.length === 0) {
+    logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');
+  }
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: string) => {
+      signals++;
+      if (signals === 1) {
+        logger.info(`${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`);
+        void host.close().then(() => resolve(0));
+      } else {
+        logger.warn(`${signal} again: stopping running CLIs now`);
+        void host.close({ force: true }).then(() => resolve(0));
+      }
+    };
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    void io;
+    void FlotillaError;
+  });
+}
