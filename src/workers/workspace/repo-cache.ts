@@ -1,0 +1,142 @@
+/**
+ * A host's clone of a mission repo, made once and fetched afterwards. Every attempt on the host
+ * checks out a worktree from it, so objects are downloaded once per host, not once per task.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { describeGitFailure, readGit, resolveCommit, retryOnLockContention, runGit } from './git.js';
+
+export interface RepoCache {
+  /** The mission repo as given to git: an absolute path or a URL. */
+  readonly repo: string;
+  /** The clone's directory (a regular clone without a checkout; its own working tree is never used). */
+  readonly dir: string;
+  /** Brings `refs/remotes/origin/*` up to date with the mission repo. Calls are serialised. */
+  fetch(): Promise<void>;
+  /** The commit `refs/remotes/origin/<branch>` points at after the last fetch, or null. */
+  remoteCommit(branch: string): Promise<string | null>;
+  /**
+   * Runs `task` while no other fetch, push or worktree change runs on this cache in this process.
+   * Git locks refs itself, but concurrent ref writers in one repository fail with "cannot lock ref"
+   * rather than wait, so the writers queue here instead.
+   */
+  exclusive<T>(task: () => Promise<T>): Promise<T>;
+}
+
+export interface OpenRepoCacheOptions {
+  readonly repo: string;
+  /** Default `~/.cache/flotilla/repos` (or `$XDG_CACHE_HOME/flotilla/repos`). */
+  readonly cacheDir?: string;
+}
+
+export function defaultCacheDir(): string {
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'flotilla', 'repos');
+}
+
+/** A URL (`https://…`, `ssh://…`, `file://…`) or scp-like `user@host:path`; anything else is a path. */
+export function isRepoUrl(repo: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/\\:@]+@[^/\\:]+:/.test(repo);
+}
+
+/** Paths are made absolute, so every host and every cache entry names the repo the same way. */
+export function normaliseRepo(repo: string): string {
+  return isRepoUrl(repo) || isAbsolute(repo) ? repo : resolve(repo);
+}
+
+function cacheKey(repo: string): string {
+  return createHash('sha256').update(repo).digest('hex').slice(0, 16);
+}
+
+/** Per-directory promise chains; module-level so two `openRepoCache` calls for one repo share them. */
+const chains = new Map<string, Promise<unknown>>();
+/** Clones in progress, so concurrent first uses in one process clone once. */
+const opening = new Map<string, Promise<void>>();
+
+function serialise<T>(key: string, task: () => Promise<T>): Promise<T> {
+  // The stored chain never rejects, so one failed task does not fail the tasks queued behind it.
+  const previous = chains.get(key) ?? Promise.resolve();
+  const next = previous.then(task);
+  const settled = next.then(
+    () => undefined,
+    () => undefined,
+  );
+  chains.set(key, settled);
+  void settled.then(() => {
+    if (chains.get(key) === settled) chains.delete(key);
+  });
+  return next;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function cloneOnce(repo: string, dir: string): Promise<void> {
+  if (await exists(join(dir, '.git'))) return;
+  await mkdir(join(dir, '..'), { recursive: true });
+  // Clone beside the final place and rename: a crash never leaves a half clone where the next run
+  // would trust it, and of two processes cloning at once, the second rename loses and is dropped.
+  const temporary = `${dir}.tmp-${randomBytes(4).toString('hex')}`;
+  try {
+    await runGit(['clone', '--no-checkout', '--no-tags', '--quiet', '--', repo, temporary]);
+    // The cache is shared by concurrent worktrees; an automatic gc repacking refs under them would
+    // race their ref updates. It is a disposable cache, so it may simply grow.
+    await runGit(['config', 'gc.auto', '0'], { cwd: temporary });
+    await runGit(['config', 'maintenance.auto', 'false'], { cwd: temporary });
+    await rename(temporary, dir);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    if (await exists(join(dir, '.git'))) return;
+    throw error;
+  }
+}
+
+export async function openRepoCache(options: OpenRepoCacheOptions): Promise<RepoCache> {
+  const repo = normaliseRepo(options.repo);
+  const dir = join(resolve(options.cacheDir ?? defaultCacheDir()), cacheKey(repo));
+  let pending = opening.get(dir);
+  if (!pending) {
+    pending = cloneOnce(repo, dir).finally(() => opening.delete(dir));
+    opening.set(dir, pending);
+  }
+  await pending;
+
+  const exclusive = <T>(task: () => Promise<T>): Promise<T> => serialise(dir, task);
+  const fetchArgs = ['fetch', '--prune', '--no-tags', '--quiet', 'origin'];
+  return {
+    repo,
+    dir,
+    exclusive,
+    fetch: () =>
+      exclusive(async () => {
+        await retryOnLockContention(
+          () => runGit(fetchArgs, { cwd: dir, allowFailure: true }),
+          (result) => describeGitFailure(fetchArgs, result),
+        );
+      }),
+    remoteCommit: (branch) => resolveCommit(dir, `refs/remotes/origin/${branch}`),
+  };
+}
+
+/** The commit the mission repo's HEAD pointed at when the cache was cloned, or null (empty repo). */
+export async function remoteHeadCommit(cache: RepoCache): Promise<string | null> {
+  const head = await runGit(['symbolic-ref', '--quiet', 'refs/remotes/origin/HEAD'], {
+    cwd: cache.dir,
+    allowFailure: true,
+  });
+  if (head.exitCode !== 0) return null;
+  return resolveCommit(cache.dir, head.stdout.trim());
+}
+
+/** The absolute git directory shared by a worktree and its cache. */
+export async function commonGitDir(worktree: string): Promise<string> {
+  return readGit(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: worktree });
+}
