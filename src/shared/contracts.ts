@@ -33,8 +33,12 @@ export function integrationBranch(missionId: string): string {
   return `flotilla/${missionId}`;
 }
 
+/**
+ * An attempt's branch is a sibling of the integration branch, not below it: git cannot hold a ref
+ * `flotilla/<m>` and refs under `flotilla/<m>/` at once (DESIGN.md's `flotilla/<m>/<t>/a<n>`).
+ */
 export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
-  return `flotilla/${missionId}/${taskId}/a${attempt}`;
+  return `flotilla/${missionId}.${taskId}.a${attempt}`;
 }
 
 /** The dispatch task id used for PROMPT/RESULT file names: unique per attempt. */
