@@ -30,7 +30,12 @@ export type OfferMatch<T extends CliOffer> =
       readonly matched: readonly string[];
       readonly note: string;
     }
-  | { readonly offer: null; readonly how: 'internal'; readonly why: 'surgical' | 'no-match'; readonly log: string };
+  | {
+      readonly offer: null;
+      readonly how: 'internal';
+      readonly why: 'surgical' | 'no-match';
+      readonly log: string;
+    };
 
 export type MatchResult =
   | { readonly adapter: Adapter; readonly how: 'exact' | 'affinity'; readonly note: string }
@@ -47,7 +52,9 @@ export function splitCapabilities(taskType: string): string[] {
 }
 
 /** The affinity row for a division, forgiving case and `-`/`_` in place of spaces. */
-export function findAffinity(division: string | undefined): { division: string; capabilities: readonly string[] } | undefined {
+export function findAffinity(
+  division: string | undefined,
+): { division: string; capabilities: readonly string[] } | undefined {
   if (!division) return undefined;
   const wanted = normalizeDivision(division);
   for (const [name, capabilities] of Object.entries(DIVISION_AFFINITY)) {
@@ -97,7 +104,8 @@ export function matchOffers<T extends CliOffer>(task: MatchTask, offers: readonl
     }
   }
   if (best) {
-    const tie = tiedWith.length > 0 ? `; tied with ${tiedWith.join(', ')}, first in adapter file order wins` : '';
+    const tie =
+      tiedWith.length > 0 ? `; tied with ${tiedWith.join(', ')}, first in adapter file order wins` : '';
     return {
       offer: best.offer,
       how: 'exact',
@@ -129,7 +137,12 @@ export function matchOffers<T extends CliOffer>(task: MatchTask, offers: readonl
 export function matchCli(task: MatchTask, candidates: readonly Adapter[]): MatchResult {
   const offers = candidates
     .filter((adapter) => adapter.config.available)
-    .map((adapter) => ({ cli: adapter.cli, order: adapter.order, capabilities: adapter.config.capabilities, adapter }));
+    .map((adapter) => ({
+      cli: adapter.cli,
+      order: adapter.order,
+      capabilities: adapter.config.capabilities,
+      adapter,
+    }));
   const match = matchOffers(task, offers);
   if (match.offer === null) return { adapter: null, how: 'internal', log: match.log };
   return { adapter: match.offer.adapter, how: match.how, note: match.note };
@@ -141,7 +154,9 @@ export function matchCli(task: MatchTask, candidates: readonly Adapter[]): Match
  * reviews, flagged so the report says so.
  */
 export function pickReviewer(builderCli: string, candidates: readonly Adapter[]): ReviewerChoice | null {
-  const available = [...candidates].filter((adapter) => adapter.config.available).sort((a, b) => a.order - b.order);
+  const available = [...candidates]
+    .filter((adapter) => adapter.config.available)
+    .sort((a, b) => a.order - b.order);
   const other = available.find(
     (adapter) => adapter.cli !== builderCli && adapter.config.capabilities.includes('code_review'),
   );
@@ -151,5 +166,8 @@ export function pickReviewer(builderCli: string, candidates: readonly Adapter[])
 }
 
 function normalizeDivision(name: string): string {
-  return name.trim().toLowerCase().replace(/[-_\s]+/g, ' ');
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/[-_\s]+/g, ' ');
 }

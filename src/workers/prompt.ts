@@ -54,7 +54,7 @@ export function assemblePrompt(input: PromptInput): string {
     'You are executing a task as part of flotilla, dispatched to an external CLI.',
     handoffText(task, input.handoff),
     controlScopeText(input.controlMode, task),
-    taskText(input.missionGoal, task),
+    taskText(input.missionGoal, task, input.controlMode),
     input.retry ? retryText(input.retry) : '',
     input.continuation ? continuationText(input.continuation) : '',
     resultInstruction(input.resultPath),
@@ -89,13 +89,19 @@ function handoffText(task: TaskSpec, handoff: readonly HandoffEntry[]): string {
 
 export function controlScopeText(mode: ControlMode, task: Pick<TaskSpec, 'files' | 'allowedPaths'>): string {
   const allowed = task.allowedPaths ?? [];
-  const reverted = allowed.length > 0 ? `Writes outside these paths are reverted when you finish:\n\n${bullets(allowed)}` : '';
+  const reverted =
+    allowed.length > 0
+      ? `Writes outside these paths are reverted when you finish:\n\n${bullets(allowed)}`
+      : '';
   switch (mode) {
     case 'autonomous':
       // No guidance in autonomous mode, but a hard write scope is still enforced, so say so.
       return reverted ? `## Write Scope\n\n${reverted}` : '';
     case 'guarded': {
-      const files = task.files.length > 0 ? `This task is expected to touch only these files:\n\n${bullets(task.files)}` : '';
+      const files =
+        task.files.length > 0
+          ? `This task is expected to touch only these files:\n\n${bullets(task.files)}`
+          : '';
       const lists = [files, reverted].filter(Boolean).join('\n\n');
       const advice = lists
         ? 'Stay within them. If the task cannot be done without changing anything else, leave it unchanged and describe what you would change, and why, under **Issues** in your result.'
@@ -117,12 +123,13 @@ export function controlScopeText(mode: ControlMode, task: Pick<TaskSpec, 'files'
   }
 }
 
-function taskText(missionGoal: string, task: TaskSpec): string {
+function taskText(missionGoal: string, task: TaskSpec, mode: ControlMode): string {
   const facts = [
     task.languages.length > 0 ? `**Languages**: ${task.languages.join(', ')}` : '',
     task.frameworks.length > 0 ? `**Frameworks**: ${task.frameworks.join(', ')}` : '',
   ].filter(Boolean);
-  const description = task.description.trim() || 'No description was given: the title and the exit criteria define the task.';
+  const description =
+    task.description.trim() || 'No description was given: the title and the exit criteria define the task.';
   return [
     '## Task',
     `**Mission goal**: ${missionGoal.trim()}`,
@@ -130,7 +137,9 @@ function taskText(missionGoal: string, task: TaskSpec): string {
     description,
     ...(facts.length > 0 ? [facts.join('\n')] : []),
     '### Working Directory',
-    'Your current directory is a git checkout of the mission repository on a branch made for this attempt; it already holds the approved work of the tasks this one depends on. Work only inside it. flotilla commits your changes when you finish, so do not commit, push or switch branches yourself, and do not start servers or other long-running processes.',
+    mode === 'surgical' || mode === 'advisory'
+      ? 'Your current directory is a git checkout of the mission repository on a branch made for this attempt; it already holds the approved work of the tasks this one depends on. Read it as you need. Do not commit, push or switch branches, and do not start servers or other long-running processes.'
+      : 'Your current directory is a git checkout of the mission repository on a branch made for this attempt; it already holds the approved work of the tasks this one depends on. Work only inside it. flotilla commits your changes when you finish, so do not commit, push or switch branches yourself, and do not start servers or other long-running processes.',
     '### Exit Criteria',
     'When you finish, flotilla runs each of these shell commands in the working directory; every one must exit with status 0 for the task to pass:',
     bullets(task.exitCriteria),
@@ -177,6 +186,8 @@ export interface ReviewPromptInput {
   readonly criteria: readonly CriterionResult[];
   readonly resultPath: string;
   readonly minScore: number;
+  /** The attempt under review, named in the heading when given. */
+  readonly attempt?: number;
 }
 
 export function buildReviewPrompt(input: ReviewPromptInput): string {
@@ -202,7 +213,7 @@ export function buildReviewPrompt(input: ReviewPromptInput): string {
     '# Review Task',
     "You are reviewing another agent's work as part of flotilla. You did not write it; judge it only on what is in front of you.",
     '## Task Under Review',
-    `### ${task.title} (${task.id})`,
+    `### ${task.title} (${task.id}${input.attempt ? `, attempt ${input.attempt}` : ''})`,
     task.description.trim() || 'No description was given: the title and the exit criteria define the task.',
     '## Exit Criteria Results',
     criteriaSummary,
@@ -232,9 +243,17 @@ function truncateDiff(diff: string): { text: string; note: string } {
 }
 
 /** CataForge's agent tiers name the same three levels differently. */
-export const TIER_ALIASES: Readonly<Record<string, ModelTier>> = { light: 'check', standard: 'execution', heavy: 'planning' };
+export const TIER_ALIASES: Readonly<Record<string, ModelTier>> = {
+  light: 'check',
+  standard: 'execution',
+  heavy: 'planning',
+};
 
-const MODEL_KEYS = { planning: 'model_planning', execution: 'model_execution', check: 'model_check' } as const;
+const MODEL_KEYS = {
+  planning: 'model_planning',
+  execution: 'model_execution',
+  check: 'model_check',
+} as const;
 
 export function resolveModel(adapter: Pick<Adapter, 'models' | 'config'>, tier?: string): string | undefined {
   const normalized = tier?.trim().toLowerCase() ?? '';
@@ -273,14 +292,22 @@ export function buildInvocation(adapter: Pick<Adapter, 'config'>, input: Invocat
   const promptFlag = config.prompt_flag ?? '';
   switch (config.prompt_delivery) {
     case 'file_path':
-      return { command, args: [...flags, ...flagWithValue(promptFlag, input.promptPath)], delivery: 'file_path' };
+      return {
+        command,
+        args: [...flags, ...flagWithValue(promptFlag, input.promptPath)],
+        delivery: 'file_path',
+      };
     case 'stdin_pipe':
       return { command, args: flags, stdin: input.promptText, delivery: 'stdin_pipe' };
     case 'content_flag': {
       const bytes = Buffer.byteLength(input.promptText, 'utf8');
       const max = input.maxArgBytes ?? MAX_ARG_BYTES;
       if (bytes < max) {
-        return { command, args: [...flags, ...flagWithValue(promptFlag, input.promptText)], delivery: 'content_flag' };
+        return {
+          command,
+          args: [...flags, ...flagWithValue(promptFlag, input.promptText)],
+          delivery: 'content_flag',
+        };
       }
       return {
         command,
@@ -301,7 +328,12 @@ function substituteModel(flags: readonly string[], model: string | undefined): s
       out.push(flag);
     } else if (model) {
       out.push(flag.replaceAll('{model}', model));
-    } else if (flag.trim() === '{model}' && index > 0 && flags[index - 1]?.startsWith('-') && out.at(-1) === flags[index - 1]) {
+    } else if (
+      flag.trim() === '{model}' &&
+      index > 0 &&
+      flags[index - 1]?.startsWith('-') &&
+      out.at(-1) === flags[index - 1]
+    ) {
       out.pop();
     }
   });

@@ -1,0 +1,176 @@
+/**
+ * Cost and token usage from a CLI's machine-readable stdout, for the mission's budget and report.
+ * Each CLI prints its own shape and changes it between versions, so every reader takes what it
+ * recognises and gives null rather than throwing on anything else.
+ */
+
+export type UsageFormat = 'claude-json' | 'codex-jsonl' | 'gemini-json';
+
+export interface Usage {
+  readonly costUsd?: number;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  /** The agent's final answer, which is what stdout means once the JSON wrapper is taken off. */
+  readonly resultText?: string;
+  /** The CLI itself reported the run as an error. */
+  readonly isError?: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+export function parseUsage(format: UsageFormat, stdout: string): Usage | null {
+  switch (format) {
+    case 'claude-json':
+      return claudeUsage(stdout);
+    case 'codex-jsonl':
+      return codexUsage(stdout);
+    case 'gemini-json':
+      return geminiUsage(stdout);
+  }
+}
+
+/**
+ * Claude Code's `--output-format json` prints one result object; with `--verbose` it prints an
+ * array of messages ending with it, and `stream-json` prints one per line. The result message is
+ * the one with `type: "result"`.
+ */
+function claudeUsage(stdout: string): Usage | null {
+  const candidates = [...documents(stdout)]
+    .flatMap((value) => (Array.isArray(value) ? value : [value]))
+    .filter(isObject);
+  const result =
+    candidates.findLast((value) => value.type === 'result') ??
+    candidates.findLast((value) => 'total_cost_usd' in value || 'result' in value);
+  if (!result) return null;
+  const usage = isObject(result.usage) ? result.usage : {};
+  return compact({
+    costUsd: count(result.total_cost_usd) ?? count(result.cost_usd),
+    inputTokens: count(usage.input_tokens),
+    outputTokens: count(usage.output_tokens),
+    resultText: typeof result.result === 'string' ? result.result : undefined,
+    isError: typeof result.is_error === 'boolean' ? result.is_error : undefined,
+  });
+}
+
+/**
+ * `codex exec --json` prints events: `turn.completed` carries the turn's `usage`, `item.completed`
+ * with an `agent_message` item carries the answer. Older versions wrapped events in `msg`
+ * (`token_count`, `agent_message`); both are read.
+ */
+function codexUsage(stdout: string): Usage | null {
+  let inputTokens: number | undefined;
+  let outputTokens: number | undefined;
+  let resultText: string | undefined;
+  let isError: boolean | undefined;
+  const add = (total: number | undefined, value: unknown): number | undefined => {
+    const n = count(value);
+    return n === undefined ? total : (total ?? 0) + n;
+  };
+  for (const event of jsonLines(stdout)) {
+    const msg = isObject(event.msg) ? event.msg : undefined;
+    const item = isObject(event.item) ? event.item : undefined;
+    if (event.type === 'turn.completed' && isObject(event.usage)) {
+      inputTokens = add(inputTokens, event.usage.input_tokens);
+      outputTokens = add(outputTokens, event.usage.output_tokens);
+    } else if (event.type === 'item.completed' && item && isAgentMessage(item.type ?? item.item_type)) {
+      if (typeof item.text === 'string') resultText = item.text;
+    } else if (event.type === 'turn.failed' || event.type === 'error') {
+      isError = true;
+    } else if (msg?.type === 'token_count') {
+      // Old events report the running total, so the last one counts.
+      const info =
+        isObject(msg.info) && isObject(msg.info.total_token_usage) ? msg.info.total_token_usage : msg;
+      inputTokens = count(info.input_tokens) ?? inputTokens;
+      outputTokens = count(info.output_tokens) ?? outputTokens;
+    } else if (msg?.type === 'agent_message' && typeof msg.message === 'string') {
+      resultText = msg.message;
+    }
+  }
+  return compact({ inputTokens, outputTokens, resultText, isError });
+}
+
+/**
+ * `gemini --output-format json` prints `{ response, stats, error? }`, with tokens per model under
+ * `stats.models.<name>.tokens` (`prompt`, `candidates`); some versions print flat
+ * `stats.inputTokens/outputTokens`. A line such as "Loaded cached credentials." may come first.
+ */
+function geminiUsage(stdout: string): Usage | null {
+  const doc = [...documents(stdout)]
+    .filter(isObject)
+    .findLast((value) => 'response' in value || 'stats' in value);
+  if (!doc) return null;
+  const stats = isObject(doc.stats) ? doc.stats : {};
+  let inputTokens = count(stats.inputTokens);
+  let outputTokens = count(stats.outputTokens);
+  if (isObject(stats.models)) {
+    for (const model of Object.values(stats.models)) {
+      const tokens = isObject(model) && isObject(model.tokens) ? model.tokens : undefined;
+      if (!tokens) continue;
+      const prompt = count(tokens.prompt);
+      const candidates = count(tokens.candidates);
+      if (prompt !== undefined) inputTokens = (inputTokens ?? 0) + prompt;
+      if (candidates !== undefined) outputTokens = (outputTokens ?? 0) + candidates;
+    }
+  }
+  return compact({
+    inputTokens,
+    outputTokens,
+    resultText: typeof doc.response === 'string' ? doc.response : undefined,
+    isError: doc.error ? true : undefined,
+  });
+}
+
+/** The whole of stdout as one JSON value, else each line that is one, else the text from the first `{`. */
+function* documents(stdout: string): Generator<unknown> {
+  const whole = tryParse(stdout.trim());
+  if (whole !== undefined) {
+    yield whole;
+    return;
+  }
+  const lines = jsonLines(stdout);
+  if (lines.length > 0) {
+    yield* lines;
+    return;
+  }
+  const start = stdout.search(/^[ \t]*[{[]/m);
+  if (start >= 0) {
+    const rest = tryParse(stdout.slice(start).trim());
+    if (rest !== undefined) yield rest;
+  }
+}
+
+function jsonLines(stdout: string): Json[] {
+  return stdout
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith('{'))
+    .map(tryParse)
+    .filter(isObject);
+}
+
+function tryParse(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isAgentMessage(type: unknown): boolean {
+  return type === 'agent_message' || type === 'assistant_message';
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+/** Drops undefined fields; nothing recognised at all is null. */
+function compact(usage: { [K in keyof Usage]: Usage[K] | undefined }): Usage | null {
+  const entries = Object.entries(usage).filter(([, value]) => value !== undefined);
+  return entries.length > 0 ? (Object.fromEntries(entries) as Usage) : null;
+}
