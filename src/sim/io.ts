@@ -1,0 +1,98 @@
+import { execFile } from 'node:child_process';
+import { lstat, mkdir, realpath, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import type { SimIo } from './execute.js';
+import { takeRateLimit } from './rate-limit-state.js';
+
+/** The real effects of flotilla-sim: files inside its working directory, programs without a shell. */
+
+export class SimPathError extends Error {}
+
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
+export function createSimIo(options: { cwd: string; stateDir: string; stateKey: string }): SimIo {
+  const { cwd } = options;
+  return {
+    async writeFile(path, content, append) {
+      const target = await resolveInside(cwd, path);
+      await mkdir(dirname(target.absolute), { recursive: true });
+      await assertRealInside(cwd, target.absolute);
+      await writeFile(target.absolute, content, { flag: append ? 'a' : 'w' });
+      return target.relative;
+    },
+    run: (argv, timeoutMs) => runProgram(cwd, argv, timeoutMs),
+    sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
+    takeRateLimit: (times) => takeRateLimit(options.stateDir, options.stateKey, times),
+  };
+}
+
+/**
+ * A path from the prompt, resolved against the working directory. Anything that would land outside
+ * it, or inside `.git`, is refused: the sim is a test double and must not be a way to touch the host.
+ */
+export async function resolveInside(
+  cwd: string,
+  path: string,
+): Promise<{ absolute: string; relative: string }> {
+  const absolute = resolve(cwd, path);
+  const rel = relative(cwd, absolute);
+  if (rel === '' || isOutside(rel)) {
+    throw new SimPathError(`refusing to write '${path}': it is outside the working directory`);
+  }
+  if (rel.split(sep).includes('.git'))
+    throw new SimPathError(`refusing to write '${path}': it is inside .git`);
+  return { absolute, relative: rel.split(sep).join('/') };
+}
+
+async function assertRealInside(cwd: string, absolute: string): Promise<void> {
+  const root = await realpath(cwd);
+  const parent = await realpath(dirname(absolute));
+  const rel = relative(root, parent);
+  if (isOutside(rel)) {
+    throw new SimPathError(
+      `refusing to write '${absolute}': a symbolic link leads outside the working directory`,
+    );
+  }
+  const existing = await lstat(absolute).catch(() => undefined);
+  if (existing?.isSymbolicLink())
+    throw new SimPathError(`refusing to write '${absolute}': it is a symbolic link`);
+}
+
+function isOutside(rel: string): boolean {
+  return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
+}
+
+function runProgram(
+  cwd: string,
+  argv: readonly string[],
+  timeoutMs: number,
+): Promise<{ exitCode: number | null; output: string; error?: string }> {
+  const [file, ...args] = argv;
+  return new Promise((done) => {
+    execFile(
+      file ?? '',
+      args,
+      { cwd, shell: false, timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const output = `${stdout}${stderr}`;
+        if (!error) return done({ exitCode: 0, output });
+        const failure = error as NodeJS.ErrnoException & {
+          code?: unknown;
+          killed?: boolean;
+          signal?: string;
+        };
+        if (failure.code === 'ENOENT')
+          return done({ exitCode: null, output, error: `'${file}' was not found` });
+        if (failure.killed && failure.signal) {
+          return done({
+            exitCode: null,
+            output,
+            error: `timed out after ${timeoutMs}ms (${failure.signal})`,
+          });
+        }
+        if (typeof failure.code === 'number') return done({ exitCode: failure.code, output });
+        done({ exitCode: null, output, error: failure.message });
+      },
+    );
+  });
+}
