@@ -827,7 +827,8 @@ describe.concurrent('flotilla-sim as a process', () => {
     expect(out.stderr).toMatch(/cannot read the prompt file 'missing.md'/);
   });
 
-  it.skipIf(!existsSync(join(ROOT, 'dist/sim/main.js')))(
+  // `npm test` builds first, so the launcher's compiled program exists.
+  it(
     'runs through the examples/bin launcher',
     async () => {
       const out = await new Promise<string>((done) => {
