@@ -1,0 +1,41 @@
+import type { HostInfo } from '../shared/registry.js';
+import { html, type SafeHtml } from './html.js';
+import { formatTime } from './page.js';
+
+function ago(iso: string, now: number): string {
+  const ms = now - Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  return ms < 1000 ? 'just now' : `${Math.round(ms / 1000)}s ago`;
+}
+
+export function renderHostsPage(hosts: readonly HostInfo[], now = Date.now()): SafeHtml {
+  if (hosts.length === 0) {
+    return html`<h1>Hosts</h1><div class="card">No live worker host. Start one with <code>flotilla worker</code>.</div>`;
+  }
+  const rows = hosts.map((host) => {
+    const clis = host.clis.map(
+      (c) =>
+        html`<div><strong>${c.displayName}</strong>${c.version ? html` <span class="muted">${c.version}</span>` : ''}</div>`,
+    );
+    const capabilities = [...new Set(host.clis.flatMap((c) => c.capabilities))].sort();
+    const problems = [
+      ...host.disabled.map((d) => html`<div class="error">${d.cli}: ${d.reason}</div>`),
+      ...host.coolingDown
+        .filter((c) => Date.parse(c.until) > now)
+        .map((c) => html`<div class="muted">${c.cli}: cooling down until ${formatTime(c.until)}</div>`),
+    ];
+    return html`<tr data-host="${host.hostId}">
+<td><strong>${host.hostId}</strong><div class="muted">${host.hostname} · pid ${host.pid}</div></td>
+<td>${clis.length ? clis : html`<span class="muted">none</span>`}${host.internal ? html`<div class="muted">serves dispatch.internal</div>` : ''}</td>
+<td>${capabilities.join(', ') || '—'}</td>
+<td class="num">${host.running}/${host.slots}</td>
+<td>${formatTime(host.startedAt)}</td>
+<td>${ago(host.heartbeatAt, now)}</td>
+<td>${problems}</td>
+</tr>`;
+  });
+  return html`<h1>Hosts</h1>
+<p class="muted">${hosts.length} live worker host${hosts.length === 1 ? '' : 's'}; a host drops off this list when its heartbeat expires.</p>
+<table class="hosts"><thead><tr><th>Host</th><th>CLIs</th><th>Capabilities</th><th class="num">Slots busy</th><th>Started</th><th>Heartbeat</th><th>Notes</th></tr></thead>
+<tbody>${rows}</tbody></table>`;
+}

@@ -1,0 +1,208 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { FlotillaError, isFlotillaError } from '../shared/errors.js';
+import { MissionStore } from '../shared/mission-store.js';
+import type { RedisClient } from '../shared/redis.js';
+import { listHosts } from '../shared/registry.js';
+import { basicAuth, decideAuth, sameOriginWrites } from './auth.js';
+import { BoardQueues } from './board-queues.js';
+import { createMetricsCollector } from './collect-metrics.js';
+import { renderHostsPage } from './hosts-page.js';
+import type { SafeHtml } from './html.js';
+import { PROMETHEUS_CONTENT_TYPE } from './metrics-format.js';
+import { renderMissionList } from './mission-list-page.js';
+import { renderMissionPage } from './mission-page.js';
+import { renderPage } from './page.js';
+import { readMissionRows } from './read-missions.js';
+
+export interface BoardServerOptions {
+  /** The board's Redis connection; the caller owns it and closes it after `close()`. */
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  readonly user?: string;
+  readonly password?: string;
+  readonly host: string;
+  /** 0 picks a free port; `url` tells which. */
+  readonly port: number;
+  /** Bull Board without retry, clean, pause, add or remove. Default true. */
+  readonly readOnly?: boolean;
+  /** Missions the list page and the metrics cover, newest first. Default 50. */
+  readonly missionWindow?: number;
+  /** Where request errors are reported (the page shows only a short message). */
+  readonly onError?: (error: unknown) => void;
+}
+
+export interface BoardServer {
+  readonly url: string;
+  readonly authRequired: boolean;
+  readonly queueNames: () => string[];
+  close(): Promise<void>;
+}
+
+export const QUEUES_BASE = '/queues';
+const MISSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+function contentSecurityPolicy(nonce: string): string {
+  return [
+    "default-src 'none'",
+    // Inline style attributes carry the status colours; scripts need the per-response nonce.
+    "style-src 'unsafe-inline'",
+    `script-src 'nonce-${nonce}'`,
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+function sendPage(res: Response, title: string, body: SafeHtml, autoRefreshSec?: number): void {
+  const nonce = randomBytes(16).toString('base64');
+  res.setHeader('Content-Security-Policy', contentSecurityPolicy(nonce));
+  res.setHeader('Cache-Control', 'no-store');
+  res.type('html').send(renderPage({ title, body, nonce, autoRefreshSec }));
+}
+
+function urlFor(address: AddressInfo): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+function listen(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new FlotillaError('usage', `board: ${host}:${port} is already in use; choose another --port`));
+      } else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') {
+        reject(new FlotillaError('usage', `board: cannot listen on ${host} (${error.code}); check --host`));
+      } else reject(error);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/**
+ * The board: flotilla's mission view (list, mission page with the task graph and every attempt,
+ * status JSON, hosts), Prometheus metrics, and Bull Board at /queues for the queues themselves.
+ * Refuses (FlotillaError 'usage') to listen beyond loopback without credentials.
+ */
+export async function createBoardServer(options: BoardServerOptions): Promise<BoardServer> {
+  const credentials = decideAuth(options);
+  const readOnly = options.readOnly ?? true;
+  const window = options.missionWindow ?? 50;
+  const store = new MissionStore(options.redis, options.prefix);
+  const queues = new BoardQueues(options.redis, options.prefix, readOnly, QUEUES_BASE);
+  const collectMetrics = createMetricsCollector({
+    store,
+    redis: options.redis,
+    prefix: options.prefix,
+    queues,
+    window,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use((_req, res, next) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader('X-Frame-Options', 'DENY');
+    next();
+  });
+  if (credentials) app.use(basicAuth(credentials));
+  app.use(sameOriginWrites);
+
+  app.use(
+    QUEUES_BASE,
+    (_req, _res, next) => {
+      queues.refresh().then(() => next(), next);
+    },
+    queues.serverAdapter.getRouter(),
+  );
+
+  app.get('/', async (req, res) => {
+    const limit = Math.min(500, Math.max(1, Number(req.query.limit) || window));
+    const rows = await readMissionRows(store, limit);
+    sendPage(
+      res,
+      'Missions',
+      renderMissionList(rows, limit),
+      rows.some((r) => r.status === 'running') ? 10 : undefined,
+    );
+  });
+
+  app.get('/missions/:id', async (req, res) => {
+    const raw = String(req.params.id);
+    const json = raw.endsWith('.json');
+    const id = json ? raw.slice(0, -'.json'.length) : raw;
+    if (!MISSION_ID.test(id)) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
+    if (json) {
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(await store.status(id));
+      return;
+    }
+    const [status, record, audit, summary] = await Promise.all([
+      store.status(id),
+      store.getMission(id),
+      store.getAudit(id),
+      store.getMetaField(id, 'summary'),
+    ]);
+    const body = renderMissionPage({ status, spec: record.spec, summary, audit, queuesBase: QUEUES_BASE });
+    sendPage(res, status.goal, body, status.status === 'running' ? 5 : undefined);
+  });
+
+  app.get('/hosts', async (_req, res) => {
+    sendPage(res, 'Hosts', renderHostsPage(await listHosts(options.redis, options.prefix)), 10);
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    await queues.refresh();
+    res.setHeader('Cache-Control', 'no-store');
+    res.type(PROMETHEUS_CONTENT_TYPE).send(await collectMetrics());
+  });
+
+  app.use((_req, res) => {
+    res.status(404).type('text/plain').send('not found\n');
+  });
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (isFlotillaError(error, 'mission/not-found')) {
+      res.status(404).type('text/plain').send(`${error.message}\n`);
+      return;
+    }
+    options.onError?.(error);
+    res
+      .status(500)
+      .type('text/plain')
+      .send(`board error: ${error instanceof Error ? error.message : String(error)}\n`);
+  });
+
+  const server = createServer(app);
+  let address: AddressInfo;
+  try {
+    address = await listen(server, options.host, options.port);
+  } catch (error) {
+    await queues.close();
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: urlFor(address),
+    authRequired: credentials !== null,
+    queueNames: () => queues.names(),
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Browsers keep connections open; without this, close() would wait for them to time out.
+        server.closeAllConnections();
+        await closed;
+        await queues.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+import { decideAuth } from '../../board/auth.js';
+import { createBoardServer } from '../../board/server.js';
+import type { Config } from '../../shared/config.js';
+import { createLogger } from '../../shared/logger.js';
+import { connectOrFail, redactUrl } from '../../shared/redis.js';
+import type { Io } from '../io.js';
+
+/**
+ * `flotilla board`: Bull Board for every flotilla queue plus the mission view, until SIGINT or
+ * SIGTERM. Beyond loopback it starts only with FLOTILLA_BOARD_USER and FLOTILLA_BOARD_PASSWORD
+ * set (createBoardServer checks before anything listens).
+ */
+export async function board(args: { port: number; host: string }, config: Config, io: Io): Promise<number> {
+  const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
+  const logger = createLogger({ level: config.logLevel });
+  // Decide about auth before connecting, so a refused bind says why even when Redis is down.
+  decideAuth({ host: args.host, user: config.boardUser, password: config.boardPassword });
+  const redis = await connectOrFail(redisUrl);
+  try {
+    const server = await createBoardServer({
+      redis,
+      prefix: config.prefix,
+      user: config.boardUser,
+      password: config.boardPassword,
+      host: args.host,
+      port: args.port,
+      onError: (error) => logger.error({ err: error }, 'board request failed'),
+    });
+    io.out(
+      `flotilla board: ${server.url}/ (missions), ${server.url}/queues (Bull Board), ${server.url}/metrics`,
+    );
+    io.out(
+      `Redis ${redactUrl(redisUrl)}, prefix ${config.prefix}; ${server.authRequired ? 'HTTP Basic auth required' : 'no auth (loopback only)'}`,
+    );
+    await new Promise<void>((resolve) => {
+      const stop = (signal: NodeJS.Signals) => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        logger.info(`${signal}: closing the board`);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    await server.close();
+    return 0;
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}
