@@ -1,6 +1,6 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { FlotillaClient } from '../../src/producer/client.js';
 import { type Config, loadConfig } from '../../src/shared/config.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
@@ -26,8 +26,11 @@ export interface TestCluster {
   readonly hosts: Host[];
   readonly dir: string;
   addHost(options?: { hostId?: string; adaptersDir?: string; slots?: number }): Promise<Host>;
-  /** Writes the mission YAML (workspace `./ws`) into a fresh folder and submits it. */
-  submit(yaml: string): Promise<string>;
+  /**
+   * Writes the mission YAML (workspace `./ws`) into a fresh folder and submits it. `files` are
+   * written beside it first, by path relative to that folder (`agents/<id>.md`, `ws/seed.txt`).
+   */
+  submit(yaml: string, files?: Readonly<Record<string, string>>): Promise<string>;
   run(yaml: string): Promise<MissionStatusJson>;
   stop(): Promise<void>;
 }
@@ -69,9 +72,13 @@ export async function startCluster(options: { hosts?: number; slots?: number; en
       hosts.push(host);
       return host;
     },
-    async submit(yaml: string) {
+    async submit(yaml: string, files: Readonly<Record<string, string>> = {}) {
       const missionDir = join(dir, `mission-${++missions}`);
       await mkdir(join(missionDir, 'ws'), { recursive: true });
+      for (const [path, text] of Object.entries(files)) {
+        await mkdir(dirname(join(missionDir, path)), { recursive: true });
+        await writeFile(join(missionDir, path), text);
+      }
       const file = join(missionDir, 'mission.yaml');
       await writeFile(file, yaml);
       return (await client.submit(file)).id;
