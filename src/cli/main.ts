@@ -43,7 +43,8 @@ function parse(argv: string[], options: Options) {
 function positiveInt(value: unknown, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new FlotillaError('usage', `--${name}: expected a positive whole number, got '${String(value)}'`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new FlotillaError('usage', `--${name}: expected a positive whole number, got '${String(value)}'`);
   return n;
 }
 
@@ -84,7 +85,15 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       }
       case 'submit': {
         const { values, positionals } = parse(rest, { wait: { type: 'boolean' }, json: { type: 'boolean' } });
-        return await submit({ file: need(positionals[0], 'the mission file'), wait: values.wait === true, json: values.json === true }, config, io);
+        return await submit(
+          {
+            file: need(positionals[0], 'the mission file'),
+            wait: values.wait === true,
+            json: values.json === true,
+          },
+          config,
+          io,
+        );
       }
       case 'worker': {
         const { values } = parse(rest, {
@@ -107,12 +116,23 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         );
       }
       case 'status': {
-        const { values, positionals } = parse(rest, { json: { type: 'boolean' }, watch: { type: 'boolean' } });
-        return await status({ id: positionals[0], json: values.json === true, watch: values.watch === true }, config, io);
+        const { values, positionals } = parse(rest, {
+          json: { type: 'boolean' },
+          watch: { type: 'boolean' },
+        });
+        return await status(
+          { id: positionals[0], json: values.json === true, watch: values.watch === true },
+          config,
+          io,
+        );
       }
       case 'report': {
         const { values, positionals } = parse(rest, { out: { type: 'string' } });
-        return await report({ id: need(positionals[0], 'the mission id'), out: values.out as string | undefined }, config, io);
+        return await report(
+          { id: need(positionals[0], 'the mission id'), out: values.out as string | undefined },
+          config,
+          io,
+        );
       }
       case 'cancel': {
         const { positionals } = parse(rest, {});
@@ -121,14 +141,29 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case 'answer': {
         const { positionals } = parse(rest, {});
         return await answer(
-          { id: need(positionals[0], 'the mission id'), task: need(positionals[1], 'the task id'), text: need(positionals[2], 'the answer text') },
+          {
+            id: need(positionals[0], 'the mission id'),
+            task: need(positionals[1], 'the task id'),
+            text: need(positionals[2], 'the answer text'),
+          },
           config,
           io,
         );
       }
       case 'detect': {
-        const { values } = parse(rest, { adapters: { type: 'string' }, json: { type: 'boolean' }, refresh: { type: 'boolean' } });
-        return await detect({ dir: (values.adapters as string | undefined) ?? config.adaptersDir, json: values.json === true, refresh: values.refresh === true }, io);
+        const { values } = parse(rest, {
+          adapters: { type: 'string' },
+          json: { type: 'boolean' },
+          refresh: { type: 'boolean' },
+        });
+        return await detect(
+          {
+            dir: (values.adapters as string | undefined) ?? config.adaptersDir,
+            json: values.json === true,
+            refresh: values.refresh === true,
+          },
+          io,
+        );
       }
       case 'hosts': {
         const { values } = parse(rest, { json: { type: 'boolean' } });
@@ -136,17 +171,34 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       }
       case 'adapters': {
         const { values, positionals } = parse(rest, { json: { type: 'boolean' } });
-        if (positionals[0] !== 'check') throw new FlotillaError('usage', `unknown: flotilla adapters ${positionals[0] ?? ''} (expected: flotilla adapters check [DIR])`);
-        return await adaptersCheck({ dir: positionals[1] ?? config.adaptersDir, json: values.json === true }, io);
+        if (positionals[0] !== 'check')
+          throw new FlotillaError(
+            'usage',
+            `unknown: flotilla adapters ${positionals[0] ?? ''} (expected: flotilla adapters check [DIR])`,
+          );
+        return await adaptersCheck(
+          { dir: positionals[1] ?? config.adaptersDir, json: values.json === true },
+          io,
+        );
       }
       case 'validate': {
         const { values, positionals } = parse(rest, { json: { type: 'boolean' } });
-        return await validate({ file: need(positionals[0], 'the mission file'), json: values.json === true }, io);
+        return await validate(
+          { file: need(positionals[0], 'the mission file'), json: values.json === true },
+          io,
+        );
       }
       case 'board': {
         const { values } = parse(rest, { port: { type: 'string' }, host: { type: 'string' } });
         const { board } = await import('./commands/board.js');
-        return await board({ port: positiveInt(values.port, 'port', 3000), host: (values.host as string | undefined) ?? '127.0.0.1' }, config, io);
+        return await board(
+          {
+            port: positiveInt(values.port, 'port', 3000),
+            host: (values.host as string | undefined) ?? '127.0.0.1',
+          },
+          config,
+          io,
+        );
       }
       case 'plan': {
         const { values, positionals } = parse(rest, {
@@ -178,7 +230,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return exitCodeFor(error.code);
     }
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ECONNREFUSED' || /ECONNREFUSED|Connection is closed/.test(String((error as Error).message))) {
+    if (
+      code === 'ECONNREFUSED' ||
+      /ECONNREFUSED|Connection is closed/.test(String((error as Error).message))
+    ) {
       io.err(`flotilla: Redis connection lost (${(error as Error).message})`);
       return 3;
     }

@@ -34,11 +34,27 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   try {
     child = execa(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--maxmemory-policy',
+        'noeviction',
+      ],
       { reject: false, stdio: 'ignore', cleanup: true },
     );
   } catch {
-    throw new FlotillaError('redis/unreachable', 'REDIS_URL is not set and redis-server is not installed; install redis-server or set REDIS_URL');
+    throw new FlotillaError(
+      'redis/unreachable',
+      'REDIS_URL is not set and redis-server is not installed; install redis-server or set REDIS_URL',
+    );
   }
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
@@ -58,8 +74,16 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     }
   }
   const result = await Promise.race([child.then((r) => r), new Promise((r) => setTimeout(r, 0, null))]);
-  if (result && typeof result === 'object' && 'failed' in result && (result as { code?: string }).code === 'ENOENT') {
-    throw new FlotillaError('redis/unreachable', 'REDIS_URL is not set and redis-server is not installed; install redis-server or set REDIS_URL');
+  if (
+    result &&
+    typeof result === 'object' &&
+    'failed' in result &&
+    (result as { code?: string }).code === 'ENOENT'
+  ) {
+    throw new FlotillaError(
+      'redis/unreachable',
+      'REDIS_URL is not set and redis-server is not installed; install redis-server or set REDIS_URL',
+    );
   }
   return {
     url,

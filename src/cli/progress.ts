@@ -40,9 +40,17 @@ export function renderTable(status: MissionStatusJson, now = Date.now()): string
   });
   const header = ['task', 'status', 'try', 'host', 'cli', 'elapsed', 'score'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   const elapsed = formatDuration(now - Date.parse(status.createdAt));
-  return [`${status.id} — ${status.status} — ${elapsed}${status.costUsd ? ` — $${status.costUsd.toFixed(4)}` : ''}`, line(header), ...rows.map(line)];
+  return [
+    `${status.id} — ${status.status} — ${elapsed}${status.costUsd ? ` — $${status.costUsd.toFixed(4)}` : ''}`,
+    line(header),
+    ...rows.map(line),
+  ];
 }
 
 /** Redraws the table in place on a TTY. */

@@ -3,14 +3,14 @@ import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { controlChannel } from '../shared/keys.js';
 import { type Logger, silentLogger } from '../shared/logger.js';
-import { MissionStore } from '../shared/mission-store.js';
 import type { MissionSpec } from '../shared/mission.js';
+import { MissionStore } from '../shared/mission-store.js';
 import { QueueSet } from '../shared/queues.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
+import { enqueueFinalize } from '../workers/gate-attempt.js';
 import { enqueueAttempt } from './enqueue.js';
 import { loadMissionOrThrow } from './load-mission.js';
 import { submitValidMission } from './submit.js';
-import { enqueueFinalize } from '../workers/gate-attempt.js';
 
 export interface ClientOptions {
   /** Defaults to REDIS_URL, then redis://127.0.0.1:6379. */
@@ -44,7 +44,13 @@ export class FlotillaClient {
     };
     const redis = await connectOrFail(config.redisUrl ?? 'redis://127.0.0.1:6379');
     const store = new MissionStore(redis, config.prefix, config.secret);
-    return new FlotillaClient(redis, store, new QueueSet(redis, config.prefix), config, options.logger ?? silentLogger());
+    return new FlotillaClient(
+      redis,
+      store,
+      new QueueSet(redis, config.prefix),
+      config,
+      options.logger ?? silentLogger(),
+    );
   }
 
   /** Validates (a file) and submits; an invalid mission throws before anything reaches Redis. */
@@ -66,7 +72,8 @@ export class FlotillaClient {
     id: string,
     options: { onEvent?: (event: MissionEvent) => void; signal?: AbortSignal; pollMs?: number } = {},
   ): Promise<MissionStatusJson> {
-    if (!(await this.store.missionExists(id))) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
+    if (!(await this.store.missionExists(id)))
+      throw new FlotillaError('mission/not-found', `no mission '${id}'`);
     const reader = this.redis.duplicate();
     reader.on('error', () => {});
     const readerStore = new MissionStore(reader, this.store.prefix, this.config.secret);
@@ -90,8 +97,15 @@ export class FlotillaClient {
   /** Stops the mission on every host: no new attempts, running CLIs killed. */
   async cancel(id: string): Promise<{ cancelled: string[]; running: string[] }> {
     const result = await this.store.cancel(id, new Date().toISOString());
-    await this.redis.publish(controlChannel(this.store.prefix), JSON.stringify({ type: 'cancel', missionId: id }));
-    await this.store.emit({ missionId: id, type: 'log', message: `cancel requested: ${result.running.length} running task(s) being stopped` });
+    await this.redis.publish(
+      controlChannel(this.store.prefix),
+      JSON.stringify({ type: 'cancel', missionId: id }),
+    );
+    await this.store.emit({
+      missionId: id,
+      type: 'log',
+      message: `cancel requested: ${result.running.length} running task(s) being stopped`,
+    });
     if (result.settled) await enqueueFinalize({ queues: this.queues, config: this.config }, id);
     return result;
   }
@@ -107,11 +121,28 @@ export class FlotillaClient {
     }
     const answers = [...(state.answers ?? []), text];
     if (answers.length > 2) {
-      throw new FlotillaError('usage', `task ${taskId} already had two answered rounds; a person must take it from here`);
+      throw new FlotillaError(
+        'usage',
+        `task ${taskId} already had two answered rounds; a person must take it from here`,
+      );
     }
-    const outcome = await this.store.settle(id, taskId, state.attempts, 'answer', { answers }, new Date().toISOString());
-    if (!outcome.applied) throw new FlotillaError('usage', `task ${taskId} is no longer waiting for an answer`);
-    await this.store.audit(id, { at: new Date().toISOString(), taskId, attempt: outcome.attempts, stage: 'answer', message: `answered: ${text}` });
+    const outcome = await this.store.settle(
+      id,
+      taskId,
+      state.attempts,
+      'answer',
+      { answers },
+      new Date().toISOString(),
+    );
+    if (!outcome.applied)
+      throw new FlotillaError('usage', `task ${taskId} is no longer waiting for an answer`);
+    await this.store.audit(id, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt: outcome.attempts,
+      stage: 'answer',
+      message: `answered: ${text}`,
+    });
     await enqueueAttempt(this.context(), { missionId: id, task, attempt: outcome.attempts });
     return { attempt: outcome.attempts };
   }

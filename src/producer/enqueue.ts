@@ -1,8 +1,8 @@
 import { Job } from 'bullmq';
 import { attemptJobId, QUEUES } from '../shared/contracts.js';
 import type { Logger } from '../shared/logger.js';
-import type { MissionStore } from '../shared/mission-store.js';
 import type { TaskSpec } from '../shared/mission.js';
+import type { MissionStore } from '../shared/mission-store.js';
 import type { QueueSet } from '../shared/queues.js';
 import { listHosts, routableHosts } from '../shared/registry.js';
 import { buildAttemptFlow } from './build-flow.js';

@@ -1,6 +1,6 @@
 import type { Logger } from '../shared/logger.js';
-import type { MissionStore } from '../shared/mission-store.js';
 import type { MissionSpec } from '../shared/mission.js';
+import type { MissionStore } from '../shared/mission-store.js';
 import type { QueueSet } from '../shared/queues.js';
 import { enqueueAttempt } from './enqueue.js';
 import { newMissionId } from './mission-id.js';
@@ -17,11 +17,22 @@ export interface SubmitContext {
  * Stores a validated mission and enqueues its root tasks. Validation happens before this is
  * called, so an invalid mission never reaches Redis.
  */
-export async function submitValidMission(ctx: SubmitContext, spec: MissionSpec, id = newMissionId(spec.goal)) {
+export async function submitValidMission(
+  ctx: SubmitContext,
+  spec: MissionSpec,
+  id = newMissionId(spec.goal),
+) {
   const workspace = await prepareWorkspace({ workspace: spec.workspace, base: spec.base, missionId: id });
   const roots = spec.tasks.filter((task) => task.dependsOn.length === 0).map((task) => task.id);
   const now = new Date().toISOString();
-  await ctx.store.createMission({ id, spec, repo: workspace.repo, baseCommit: workspace.baseCommit, roots, now });
+  await ctx.store.createMission({
+    id,
+    spec,
+    repo: workspace.repo,
+    baseCommit: workspace.baseCommit,
+    roots,
+    now,
+  });
   await ctx.store.emit({ missionId: id, type: 'submitted', message: `mission submitted: ${spec.goal}` });
   await ctx.store.audit(id, {
     at: now,

@@ -30,7 +30,11 @@ export const DIVISION_AFFINITY: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** Capabilities that change files; in surgical mode they go to the internal agent. */
-export const IMPLEMENTATION_CAPABILITIES: readonly string[] = ['code_implementation', 'refactoring', 'bug_fixing'];
+export const IMPLEMENTATION_CAPABILITIES: readonly string[] = [
+  'code_implementation',
+  'refactoring',
+  'bug_fixing',
+];
 
 export const CONTROL_MODES = ['autonomous', 'guarded', 'surgical', 'advisory'] as const;
 export type ControlMode = (typeof CONTROL_MODES)[number];

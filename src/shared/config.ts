@@ -8,9 +8,21 @@ import { FlotillaError } from './errors.js';
 /** The package root: where the shipped `adapters/` folder lives. */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+const CLUSTER_URL = /^redis\+cluster:\/\/[^,\s/]+(,[^,\s/]+)*\/?$/;
+
 const envSchema = z.object({
-  /** Redis to use; `run` starts a private redis-server when this is unset. */
-  REDIS_URL: z.string().url().optional(),
+  /**
+   * Redis to use; `run` starts a private redis-server when this is unset. `redis+cluster://h1:p1,h2:p2`
+   * names a Redis Cluster by its seed nodes, which the WHATWG URL parser rejects (a comma-separated
+   * host list has no single port), so that form is checked by its own pattern.
+   */
+  REDIS_URL: z
+    .string()
+    .refine(
+      (url) => CLUSTER_URL.test(url) || URL.canParse(url),
+      'expected redis://host:port or redis+cluster://host:port,host:port',
+    )
+    .optional(),
   /** Queue and key prefix; the braces make it a Redis Cluster hash tag so every key of flotilla shares a slot. */
   FLOTILLA_PREFIX: z.string().min(1).default(DEFAULT_PREFIX),
   FLOTILLA_ADAPTERS: z.string().optional(),

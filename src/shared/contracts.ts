@@ -18,10 +18,21 @@ export function dispatchQueue(capability: string): string {
   return `${DISPATCH_PREFIX}${capability}`;
 }
 
-export const JOBS = { run: 'run', verify: 'verify', critic: 'critic', gate: 'gate', finalize: 'finalize' } as const;
+export const JOBS = {
+  run: 'run',
+  verify: 'verify',
+  critic: 'critic',
+  gate: 'gate',
+  finalize: 'finalize',
+} as const;
 
 /** Deterministic job ids: never a `:`, never all digits, the same on every host that computes them. */
-export function attemptJobId(missionId: string, taskId: string, attempt: number, stage: keyof typeof JOBS): string {
+export function attemptJobId(
+  missionId: string,
+  taskId: string,
+  attempt: number,
+  stage: keyof typeof JOBS,
+): string {
   return `${missionId}.${taskId}.a${attempt}.${stage}`;
 }
 

@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
@@ -19,7 +19,10 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
       base: undefined,
     },
     pretty
-      ? pino.transport({ target: 'pino-pretty', options: { destination: 2, ignore: 'name', translateTime: 'HH:MM:ss' } })
+      ? pino.transport({
+          target: 'pino-pretty',
+          options: { destination: 2, ignore: 'name', translateTime: 'HH:MM:ss' },
+        })
       : pino.destination(2),
   );
 }

@@ -117,8 +117,14 @@ export class MissionStore {
   async getMission(id: string): Promise<MissionRecord> {
     const raw = await this.redis.hgetall(missionKeys(this.prefix, id).meta);
     if (!raw.spec || !raw.id) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
-    if (this.secret && !verifyPayload({ id: raw.id, spec: raw.spec, repo: raw.repo, sig: raw.sig }, this.secret)) {
-      throw new FlotillaError('job/unsigned', `mission ${id}: spec signature missing or wrong; refusing to run it`);
+    if (
+      this.secret &&
+      !verifyPayload({ id: raw.id, spec: raw.spec, repo: raw.repo, sig: raw.sig }, this.secret)
+    ) {
+      throw new FlotillaError(
+        'job/unsigned',
+        `mission ${id}: spec signature missing or wrong; refusing to run it`,
+      );
     }
     return {
       spec: JSON.parse(raw.spec) as MissionSpec,
@@ -208,12 +214,19 @@ export class MissionStore {
     };
   }
 
-  async cancel(id: string, now: string): Promise<{ cancelled: string[]; running: string[]; settled: boolean }> {
+  async cancel(
+    id: string,
+    now: string,
+  ): Promise<{ cancelled: string[]; running: string[]; settled: boolean }> {
     const keys = missionKeys(this.prefix, id);
     const raw = (await this.redis.eval(CANCEL_SCRIPT, 2, keys.meta, keys.tasks, now)) as string;
     const parsed = JSON.parse(raw) as Record<string, unknown>;
     if (parsed.error) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
-    return { cancelled: list(parsed.cancelled), running: list(parsed.running), settled: parsed.settled === true };
+    return {
+      cancelled: list(parsed.cancelled),
+      running: list(parsed.running),
+      settled: parsed.settled === true,
+    };
   }
 
   async addCost(id: string, usd: number): Promise<number> {
@@ -243,7 +256,11 @@ export class MissionStore {
   }
 
   /** Events after `lastId` (exclusive), waiting up to blockMs for new ones. */
-  async readEvents(id: string, lastId: string, blockMs: number): Promise<{ id: string; event: MissionEvent }[]> {
+  async readEvents(
+    id: string,
+    lastId: string,
+    blockMs: number,
+  ): Promise<{ id: string; event: MissionEvent }[]> {
     const key = missionKeys(this.prefix, id).events;
     const reply = (
       blockMs > 0
@@ -252,7 +269,10 @@ export class MissionStore {
     ) as [string, [string, string[]][]][] | null;
     if (!reply) return [];
     const entries = reply[0]?.[1] ?? [];
-    return entries.map(([entryId, fields]) => ({ id: entryId, event: JSON.parse(fields[1] ?? '{}') as MissionEvent }));
+    return entries.map(([entryId, fields]) => ({
+      id: entryId,
+      event: JSON.parse(fields[1] ?? '{}') as MissionEvent,
+    }));
   }
 
   async audit(id: string, entry: AuditEntry): Promise<void> {

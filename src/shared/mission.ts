@@ -8,16 +8,14 @@ import { parseDuration } from './duration.js';
  */
 export const TASK_ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 
-const duration = z
-  .union([z.string(), z.number()])
-  .transform((value, ctx) => {
-    const ms = parseDuration(value);
-    if (ms === undefined) {
-      ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 10m or 1h30m, got '${value}'` });
-      return z.NEVER;
-    }
-    return ms;
-  });
+const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const ms = parseDuration(value);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 10m or 1h30m, got '${value}'` });
+    return z.NEVER;
+  }
+  return ms;
+});
 
 export const defaultsSchema = z
   .object({
@@ -32,7 +30,12 @@ export const defaultsSchema = z
 
 export const taskSchema = z
   .object({
-    id: z.string().regex(TASK_ID_PATTERN, 'expected lower-case letters, digits, - and _, starting with a letter or digit'),
+    id: z
+      .string()
+      .regex(
+        TASK_ID_PATTERN,
+        'expected lower-case letters, digits, - and _, starting with a letter or digit',
+      ),
     title: z.string().min(1),
     description: z.string().default(''),
     capability: z.string().min(1).optional(),
@@ -41,7 +44,10 @@ export const taskSchema = z
     division: z.string().optional(),
     languages: z.array(z.string()).default([]),
     frameworks: z.array(z.string()).default([]),
-    agent: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected an agent id (a file name in agents/)').optional(),
+    agent: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected an agent id (a file name in agents/)')
+      .optional(),
     depends_on: z.array(z.string()).default([]),
     exit_criteria: z.array(z.string().min(1)).min(1, 'expected at least one shell command'),
     allowed_paths: z.array(z.string()).optional(),

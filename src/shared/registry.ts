@@ -19,7 +19,12 @@ export interface HostInfo {
 }
 
 /** A host is live while its key exists; the key expires when heartbeats stop (a crash, a cut). */
-export async function publishHost(redis: RedisClient, prefix: string, info: HostInfo, ttlMs: number): Promise<void> {
+export async function publishHost(
+  redis: RedisClient,
+  prefix: string,
+  info: HostInfo,
+  ttlMs: number,
+): Promise<void> {
   await redis
     .multi()
     .set(hostKey(prefix, info.hostId), JSON.stringify(info), 'PX', ttlMs)

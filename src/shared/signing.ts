@@ -18,7 +18,10 @@ export function signPayload(payload: unknown, secret: string): string {
   return createHmac('sha256', secret).update(canonicalJson(payload)).digest('hex');
 }
 
-export function withSignature<T extends object>(payload: T, secret: string | undefined): T & { sig?: string } {
+export function withSignature<T extends object>(
+  payload: T,
+  secret: string | undefined,
+): T & { sig?: string } {
   return secret ? { ...payload, sig: signPayload(payload, secret) } : { ...payload };
 }
 

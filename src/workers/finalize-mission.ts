@@ -8,7 +8,10 @@ import { assertSigned } from './run-attempt.js';
  * Runs once per mission (deterministic job id) after the last task settled: writes the summary
  * and tells everyone who follows the mission's events.
  */
-export async function finalizeMission(ctx: HostContext, job: Job<FinalizeJobData>): Promise<{ status: string }> {
+export async function finalizeMission(
+  ctx: HostContext,
+  job: Job<FinalizeJobData>,
+): Promise<{ status: string }> {
   assertSigned(ctx, job);
   const { missionId } = job.data;
   const status = await ctx.store.status(missionId);
@@ -18,7 +21,13 @@ export async function finalizeMission(ctx: HostContext, job: Job<FinalizeJobData
   const summary = formatSummary(status, { repo: meta.repo, spawned });
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
-  await ctx.store.audit(missionId, { at: new Date().toISOString(), taskId: '', attempt: 0, stage: 'mission', message: `mission ${status.status}` });
+  await ctx.store.audit(missionId, {
+    at: new Date().toISOString(),
+    taskId: '',
+    attempt: 0,
+    stage: 'mission',
+    message: `mission ${status.status}`,
+  });
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
   ctx.logger.info({ missionId, status: status.status }, 'mission finished');

@@ -1,6 +1,13 @@
 import type { Job } from 'bullmq';
 import { enqueueAttempt } from '../producer/enqueue.js';
-import { type CriticResult, finalizeJobId, type GateDecision, JOBS, QUEUES, type StageJobData } from '../shared/contracts.js';
+import {
+  type CriticResult,
+  finalizeJobId,
+  type GateDecision,
+  JOBS,
+  QUEUES,
+  type StageJobData,
+} from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { SettleAction } from '../shared/mission-store.js';
 import { RETENTION } from '../shared/queues.js';
@@ -31,7 +38,15 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     const failure = (await ignoredChildFailure(job)) ?? 'the critic job failed';
     result = {
       verify: {
-        run: { outcome: 'failed', cli: '', host: '', resultStatus: 'unknown', summary: '', error: `infrastructure: ${failure}`, durationMs: 0 },
+        run: {
+          outcome: 'failed',
+          cli: '',
+          host: '',
+          resultStatus: 'unknown',
+          summary: '',
+          error: `infrastructure: ${failure}`,
+          durationMs: 0,
+        },
         ran: false,
         passed: false,
         criteria: [],
@@ -56,14 +71,23 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       const feedback = `Merging your branch into the mission's integration branch conflicted:\n${merged.conflict}\nRebase your work on the current integration branch.`;
       decision =
         attempt < task.maxAttempts
-          ? { action: 'retry', feedback, delayMs: task.backoffMs * 2 ** (attempt - 1), reason: 'merge conflict' }
+          ? {
+              action: 'retry',
+              feedback,
+              delayMs: task.backoffMs * 2 ** (attempt - 1),
+              reason: 'merge conflict',
+            }
           : { action: 'fail', feedback, reason: 'merge conflict' };
     }
   }
   if (decision.action === 'retry' && spec.budgetUsd !== undefined) {
     const costNow = await ctx.store.addCost(missionId, 0);
     if (costNow >= spec.budgetUsd) {
-      decision = { action: 'fail', feedback: decision.feedback, reason: `budget of $${spec.budgetUsd} spent ($${costNow.toFixed(2)}); no new attempt` };
+      decision = {
+        action: 'fail',
+        feedback: decision.feedback,
+        reason: `budget of $${spec.budgetUsd} spent ($${costNow.toFixed(2)}); no new attempt`,
+      };
     }
   }
   void spent;
@@ -82,7 +106,8 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     patch.error = decision.reason;
     if (result.verdict) patch.score = result.verdict.score;
   } else if (decision.action === 'fail') {
-    patch.error = `${decision.reason}${decision.feedback ? `: ${decision.feedback.split('\n')[0]}` : ''}`.slice(0, 500);
+    patch.error =
+      `${decision.reason}${decision.feedback ? `: ${decision.feedback.split('\n')[0]}` : ''}`.slice(0, 500);
     patch.feedback = decision.feedback;
     if (result.verdict) patch.score = result.verdict.score;
   } else if (decision.action === 'pause') {
@@ -94,7 +119,15 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   const outcome = await ctx.store.settle(missionId, taskId, attempt, action, patch as never, now);
   if (outcome.applied) {
     log.info({ action, released: outcome.released, skipped: outcome.skipped }, `gate: ${describe(decision)}`);
-    await ctx.store.audit(missionId, { at: now, taskId, attempt, stage: 'gate', host: ctx.hostId, cli: run.cli, message: describe(decision) });
+    await ctx.store.audit(missionId, {
+      at: now,
+      taskId,
+      attempt,
+      stage: 'gate',
+      host: ctx.hostId,
+      cli: run.cli,
+      message: describe(decision),
+    });
     await ctx.store.emit({
       missionId,
       taskId,
@@ -104,28 +137,52 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       message: describe(decision),
     });
     for (const skipped of outcome.skipped) {
-      await ctx.store.emit({ missionId, taskId: skipped, type: 'task', status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped', message: `skipped: dependency ${taskId} ${action === 'cancel' ? 'cancelled' : 'failed'}` });
+      await ctx.store.emit({
+        missionId,
+        taskId: skipped,
+        type: 'task',
+        status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
+        message: `skipped: dependency ${taskId} ${action === 'cancel' ? 'cancelled' : 'failed'}`,
+      });
     }
   }
   // Effects are idempotent, so they run on replays too (a host may have died right after the script).
-  if (decision.action === 'retry' && (outcome.applied || outcome.attempts === attempt + 1) && outcome.taskStatus === 'retrying') {
+  if (
+    decision.action === 'retry' &&
+    (outcome.applied || outcome.attempts === attempt + 1) &&
+    outcome.taskStatus === 'retrying'
+  ) {
     await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
   }
   for (const releasedId of outcome.released) {
     const released = spec.tasks.find((t) => t.id === releasedId);
     if (released && !(await ctx.store.isCancelled(missionId))) {
       await enqueueAttempt(ctx, { missionId, task: released, attempt: 1 });
-      await ctx.store.emit({ missionId, taskId: releasedId, attempt: 1, type: 'task', status: 'queued', message: `released: all dependencies approved` });
+      await ctx.store.emit({
+        missionId,
+        taskId: releasedId,
+        attempt: 1,
+        type: 'task',
+        status: 'queued',
+        message: `released: all dependencies approved`,
+      });
     }
   }
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
   return { action };
 }
 
-export async function enqueueFinalize(ctx: Pick<HostContext, 'queues' | 'config'>, missionId: string): Promise<void> {
+export async function enqueueFinalize(
+  ctx: Pick<HostContext, 'queues' | 'config'>,
+  missionId: string,
+): Promise<void> {
   await ctx.queues
     .get(QUEUES.mission)
-    .add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), { jobId: finalizeJobId(missionId), ...RETENTION, attempts: 5 });
+    .add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), {
+      jobId: finalizeJobId(missionId),
+      ...RETENTION,
+      attempts: 5,
+    });
 }
 
 function describe(decision: GateDecision): string {

@@ -34,6 +34,8 @@ export interface HostOptions {
   /** Grace period for running CLIs on the first shutdown signal. */
   readonly graceMs?: number;
   readonly heartbeatMs?: number;
+  /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
+  readonly warnUnsigned?: boolean;
 }
 
 export interface Host {
@@ -60,8 +62,10 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const clis: HostCli[] = detected
     .filter((d) => d.available)
     .map((d) => ({ adapter: d.adapter, ...(d.version ? { version: d.version } : {}) }));
-  if (!config.secret) {
-    logger.warn('FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands');
+  if (!config.secret && options.warnUnsigned !== false) {
+    logger.warn(
+      'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
+    );
   }
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
   const slots = options.slots ?? 4;
@@ -111,7 +115,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
     clis,
     internalCli,
     slots: new Semaphore(slots),
-    cliSlots: new Map(clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)])),
+    cliSlots: new Map(
+      clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)]),
+    ),
     cacheDir: join(config.home, 'repos'),
     workRoot: join(config.home, 'work', hostId),
     disabled,
@@ -144,9 +150,21 @@ export async function startHost(options: HostOptions): Promise<Host> {
     worker.on('error', (error: Error) => logger.debug({ err: error.message }, 'worker error'));
     return worker;
   };
-  const serve = (queue: string, processor: (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<unknown>, concurrency: number) => {
+  const serve = (
+    queue: string,
+    processor: (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<unknown>,
+    concurrency: number,
+  ) => {
     if (workers.has(queue)) return;
-    workers.set(queue, track(new Worker(queue, (job, token, signal) => processor(job, token, signal), { ...workerOptions, concurrency })));
+    workers.set(
+      queue,
+      track(
+        new Worker(queue, (job, token, signal) => processor(job, token, signal), {
+          ...workerOptions,
+          concurrency,
+        }),
+      ),
+    );
   };
 
   const servedCapabilities = () => {

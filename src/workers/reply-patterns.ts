@@ -5,13 +5,27 @@ import type { Adapter } from '../shared/adapter.js';
  * the CLI cools down) or a login/configuration problem (the host stops advertising the CLI).
  * Adapters list their CLI's own messages; these defaults catch the common HTTP-level ones.
  */
-const DEFAULT_RATE_LIMIT = ['\\b429\\b', 'rate[ _-]?limit', 'quota (exceeded|exhausted)', 'too many requests', 'overloaded_error'];
-const DEFAULT_AUTH = ['invalid api key', 'please run /login', 'not logged in', '\\b401\\b', 'authentication_error', 'unauthorized'];
+const DEFAULT_RATE_LIMIT = [
+  '\\b429\\b',
+  'rate[ _-]?limit',
+  'quota (exceeded|exhausted)',
+  'too many requests',
+  'overloaded_error',
+];
+const DEFAULT_AUTH = [
+  'invalid api key',
+  'please run /login',
+  'not logged in',
+  '\\b401\\b',
+  'authentication_error',
+  'unauthorized',
+];
 
 export type ReplyClass = { kind: 'rate-limit' | 'auth'; message: string } | null;
 
 export function classifyReply(adapter: Adapter, text: string, spawnError?: string): ReplyClass {
-  if (spawnError) return { kind: 'auth', message: `cannot start ${adapter.config.invoke_command}: ${spawnError}` };
+  if (spawnError)
+    return { kind: 'auth', message: `cannot start ${adapter.config.invoke_command}: ${spawnError}` };
   const rate = [...(adapter.config.rate_limit_patterns ?? []), ...DEFAULT_RATE_LIMIT];
   const auth = [...(adapter.config.auth_error_patterns ?? []), ...DEFAULT_AUTH];
   const auth1 = firstMatchingLine(text, auth);

@@ -2,24 +2,30 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DelayedError, type Job } from 'bullmq';
 import type { Adapter } from '../shared/adapter.js';
-import { attemptBranch, dispatchTaskId, QUEUES, type RunJobData, type RunResult } from '../shared/contracts.js';
+import {
+  attemptBranch,
+  dispatchTaskId,
+  QUEUES,
+  type RunJobData,
+  type RunResult,
+} from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { TaskSpec } from '../shared/mission.js';
 import { listHosts, routableHosts } from '../shared/registry.js';
 import { verifyPayload } from '../shared/signing.js';
-import { type HostContext, type HostCli, loadMission, usableClis } from './host-context.js';
+import { type HostCli, type HostContext, loadMission, usableClis } from './host-context.js';
 import { matchCli } from './match.js';
 import { assemblePrompt, buildInvocation, promptTooLarge, resolveModel } from './prompt.js';
-import { collectResult } from './result-parse.js';
 import { classifyReply } from './reply-patterns.js';
+import { collectResult } from './result-parse.js';
 import { spawnCli, tail } from './spawn-cli.js';
 import { parseUsage } from './usage.js';
 import { checkoutAttempt } from './workspace/attempt-checkout.js';
 import { commitAttempt } from './workspace/commit.js';
 import { openRepoCache } from './workspace/repo-cache.js';
 import { snapshotChanges } from './workspace/snapshot-changes.js';
-import { describeViolations, enforceWriteScope } from './workspace/write-scope.js';
 import { removeWorktree } from './workspace/worktree.js';
+import { describeViolations, enforceWriteScope } from './workspace/write-scope.js';
 
 const CAP = 2_000;
 
@@ -29,7 +35,10 @@ export const MISSION_CANCELLED = 'mission cancelled';
 /** Jobs whose payload fails its signature are refused, loudly, before anything runs. */
 export function assertSigned(ctx: HostContext, job: Job): void {
   if (!verifyPayload(job.data as object, ctx.config.secret)) {
-    ctx.logger.error({ jobId: job.id, queue: job.queueName }, 'refusing job: payload signature missing or wrong');
+    ctx.logger.error(
+      { jobId: job.id, queue: job.queueName },
+      'refusing job: payload signature missing or wrong',
+    );
     throw new FlotillaError('job/unsigned', `job ${job.id}: payload signature missing or wrong; refused`);
   }
 }
@@ -77,7 +86,8 @@ export async function runAttempt(
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   const base = { cli: '', host: ctx.hostId, resultStatus: 'unknown' as const, summary: '', durationMs: 0 };
-  if (await ctx.store.isCancelled(missionId)) return { ...base, outcome: 'cancelled', summary: 'mission cancelled' };
+  if (await ctx.store.isCancelled(missionId))
+    return { ...base, outcome: 'cancelled', summary: 'mission cancelled' };
 
   const chosen = chooseCli(ctx, job.data, task);
   if (!chosen) {
@@ -96,8 +106,16 @@ export async function runAttempt(
       startedAt: new Date().toISOString(),
       error: null,
     });
-    if (!marked) return { ...base, cli: adapter.cli, outcome: 'failed', summary: 'stale attempt', error: 'stale' };
-    await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: 'running', message: `running on ${ctx.hostId} with ${adapter.displayName}` });
+    if (!marked)
+      return { ...base, cli: adapter.cli, outcome: 'failed', summary: 'stale attempt', error: 'stale' };
+    await ctx.store.emit({
+      missionId,
+      taskId,
+      attempt,
+      type: 'task',
+      status: 'running',
+      message: `running on ${ctx.hostId} with ${adapter.displayName}`,
+    });
 
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
     const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
@@ -114,7 +132,13 @@ export async function runAttempt(
       handoff: task.dependsOn.map((dep) => {
         const h = states[dep]?.handoff;
         const title = spec.tasks.find((t) => t.id === dep)?.title ?? dep;
-        return { taskId: dep, title, summary: h?.summary ?? '', outputs: h?.outputs ?? '', findings: h?.findings ?? '' };
+        return {
+          taskId: dep,
+          title,
+          summary: h?.summary ?? '',
+          outputs: h?.outputs ?? '',
+          findings: h?.findings ?? '',
+        };
       }),
       controlMode: task.controlMode,
       resultPath,
@@ -122,12 +146,24 @@ export async function runAttempt(
         ? { retry: { attempt: attempt - 1, maxAttempts: task.maxAttempts, feedback: state.feedback } }
         : {}),
       ...(state?.answers?.length
-        ? { continuation: { questions: JSON.stringify(state.questions ?? []), answers: state.answers.join('\n') } }
+        ? {
+            continuation: {
+              questions: JSON.stringify(state.questions ?? []),
+              answers: state.answers.join('\n'),
+            },
+          }
         : {}),
     });
     if (promptTooLarge(adapter, prompt)) {
-      return { ...base, cli: adapter.cli, outcome: 'failed', fatal: true, durationMs: Date.now() - started,
-        summary: 'prompt too large', error: `prompt of ${prompt.length} characters exceeds ${adapter.displayName}'s max_prompt_size (${adapter.config.max_prompt_size ?? adapter.maxPromptSize}); not sent truncated` };
+      return {
+        ...base,
+        cli: adapter.cli,
+        outcome: 'failed',
+        fatal: true,
+        durationMs: Date.now() - started,
+        summary: 'prompt too large',
+        error: `prompt of ${prompt.length} characters exceeds ${adapter.displayName}'s max_prompt_size (${adapter.config.max_prompt_size ?? adapter.maxPromptSize}); not sent truncated`,
+      };
     }
     const promptPath = join('.planning', 'dispatch', `${dtid}-PROMPT.md`);
     await mkdir(join(checkout.dir, '.planning', 'dispatch'), { recursive: true });
@@ -157,7 +193,15 @@ export async function runAttempt(
       ctx.coolingUntil.set(adapter.cli, Date.now() + cooldown);
       log.warn({ cooldownMs: cooldown }, `${adapter.displayName} is rate limited: ${classified.message}`);
       await ctx.onAdvertisedChange();
-      await ctx.store.audit(missionId, { at: new Date().toISOString(), taskId, attempt, stage: 'run', host: ctx.hostId, cli: adapter.cli, message: `rate limited (attempt not counted, back to the queue): ${classified.message}` });
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'run',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        message: `rate limited (attempt not counted, back to the queue): ${classified.message}`,
+      });
       await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
       return giveBack(job, token, Math.min(cooldown, 5_000));
     }
@@ -166,23 +210,51 @@ export async function runAttempt(
       log.error(`${adapter.displayName} is not usable on this host: ${classified.message}`);
       await ctx.onAdvertisedChange();
       const others = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix)).some((h) =>
-        h.clis.some((c) => c.capabilities.includes(job.data.capability) && (h.hostId !== ctx.hostId || c.cli !== adapter.cli)),
+        h.clis.some(
+          (c) =>
+            c.capabilities.includes(job.data.capability) &&
+            (h.hostId !== ctx.hostId || c.cli !== adapter.cli),
+        ),
       );
-      await ctx.store.audit(missionId, { at: new Date().toISOString(), taskId, attempt, stage: 'run', host: ctx.hostId, cli: adapter.cli, message: `${adapter.displayName}: ${classified.message}${others ? ' (another host will take the task)' : ' (no live host can serve the task)'}` });
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'run',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        message: `${adapter.displayName}: ${classified.message}${others ? ' (another host will take the task)' : ' (no live host can serve the task)'}`,
+      });
       if (others) {
         await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
         return giveBack(job, token, 1_000);
       }
-      return { ...base, cli: adapter.cli, outcome: 'failed', fatal: true, durationMs: Date.now() - started,
-        summary: `${adapter.displayName} cannot run`, error: `${adapter.displayName}: ${classified.message}` };
+      return {
+        ...base,
+        cli: adapter.cli,
+        outcome: 'failed',
+        fatal: true,
+        durationMs: Date.now() - started,
+        summary: `${adapter.displayName} cannot run`,
+        error: `${adapter.displayName}: ${classified.message}`,
+      };
     }
     if (outcome.cancelled) {
       // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
-      if (signal?.reason !== MISSION_CANCELLED) throw new Error(`CLI stopped: ${String(signal?.reason ?? 'aborted')}`);
-      return { ...base, cli: adapter.cli, outcome: 'cancelled', summary: 'cancelled; the CLI was stopped', durationMs: Date.now() - started };
+      if (signal?.reason !== MISSION_CANCELLED)
+        throw new Error(`CLI stopped: ${String(signal?.reason ?? 'aborted')}`);
+      return {
+        ...base,
+        cli: adapter.cli,
+        outcome: 'cancelled',
+        summary: 'cancelled; the CLI was stopped',
+        durationMs: Date.now() - started,
+      };
     }
 
-    const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
+    const usage = adapter.config.usage_format
+      ? parseUsage(adapter.config.usage_format, outcome.stdout)
+      : null;
     const resultFile = join(checkout.dir, resultPath);
     const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
     const changedFiles = await snapshotChanges(checkout.dir);
@@ -198,7 +270,11 @@ export async function runAttempt(
       await writeFile(resultFile, collected.text);
     }
     const readOnly = task.controlMode === 'advisory' || task.controlMode === 'surgical';
-    const scope = await enforceWriteScope({ dir: checkout.dir, allowedPaths: task.allowedPaths ? [...task.allowedPaths] : undefined, readOnly });
+    const scope = await enforceWriteScope({
+      dir: checkout.dir,
+      allowedPaths: task.allowedPaths ? [...task.allowedPaths] : undefined,
+      readOnly,
+    });
     let summary = collected.summary;
     if (scope.violations.length > 0) {
       summary = `${summary}\nWrite violation rolled back: ${describeViolations(scope.violations)}`.trim();
@@ -234,7 +310,8 @@ export async function runAttempt(
     });
     const error = success
       ? undefined
-      : [collected.warnings.join('; '), tail(outcome.stderr, 1_000)].filter(Boolean).join('\n') || `result ${collected.status}`;
+      : [collected.warnings.join('; '), tail(outcome.stderr, 1_000)].filter(Boolean).join('\n') ||
+        `result ${collected.status}`;
     return {
       outcome: collected.outcome,
       cli: adapter.cli,

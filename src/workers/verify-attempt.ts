@@ -25,14 +25,26 @@ export async function ignoredChildFailure(job: Job): Promise<string | undefined>
  * Exit criteria are the one place a shell belongs: they are the mission author's own commands,
  * run with `bash -c` in a checkout of the attempt's branch, each with a timeout.
  */
-export async function verifyAttempt(ctx: HostContext, job: Job<StageJobData>, signal?: AbortSignal): Promise<VerifyResult> {
+export async function verifyAttempt(
+  ctx: HostContext,
+  job: Job<StageJobData>,
+  signal?: AbortSignal,
+): Promise<VerifyResult> {
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
   const run = await childValue<RunResult>(job);
   if (!run) {
     const failure = (await ignoredChildFailure(job)) ?? 'the run job failed';
     return {
-      run: { outcome: 'failed', cli: '', host: '', resultStatus: 'unknown', summary: '', error: `infrastructure: ${failure}`, durationMs: 0 },
+      run: {
+        outcome: 'failed',
+        cli: '',
+        host: '',
+        resultStatus: 'unknown',
+        summary: '',
+        error: `infrastructure: ${failure}`,
+        durationMs: 0,
+      },
       ran: false,
       passed: false,
       criteria: [],
@@ -43,7 +55,14 @@ export async function verifyAttempt(ctx: HostContext, job: Job<StageJobData>, si
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   await ctx.store.mark(missionId, taskId, attempt, 'verifying');
-  await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: 'verifying', message: `verifying ${task.exitCriteria.length} exit criteria` });
+  await ctx.store.emit({
+    missionId,
+    taskId,
+    attempt,
+    type: 'task',
+    status: 'verifying',
+    message: `verifying ${task.exitCriteria.length} exit criteria`,
+  });
   const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
   const checkout = await checkoutForVerify({ cache, branch: run.branch, workRoot: ctx.workRoot });
   const criteria: CriterionResult[] = [];
@@ -79,7 +98,10 @@ export async function verifyAttempt(ctx: HostContext, job: Job<StageJobData>, si
     message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')}`,
     files: {
       'criteria.txt': criteria
-        .map((c) => `$ ${c.command}\n# exit ${c.exitCode ?? 'none'}${c.timedOut ? ' (timed out)' : ''}\n${c.tail}\n`)
+        .map(
+          (c) =>
+            `$ ${c.command}\n# exit ${c.exitCode ?? 'none'}${c.timedOut ? ' (timed out)' : ''}\n${c.tail}\n`,
+        )
         .join('\n'),
     },
   });

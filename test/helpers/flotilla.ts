@@ -36,7 +36,9 @@ export interface TestCluster {
 }
 
 /** A private redis-server, a unique prefix, and in-process worker hosts on the stand-in agent. */
-export async function startCluster(options: { hosts?: number; slots?: number; env?: Record<string, string> } = {}): Promise<TestCluster> {
+export async function startCluster(
+  options: { hosts?: number; slots?: number; env?: Record<string, string> } = {},
+): Promise<TestCluster> {
   putSimOnPath();
   const redis = await startRedis();
   const dir = await mkdtemp(join(tmpdir(), 'flotilla-test-'));

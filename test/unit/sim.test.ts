@@ -828,18 +828,15 @@ describe.concurrent('flotilla-sim as a process', () => {
   });
 
   // `npm test` builds first, so the launcher's compiled program exists.
-  it(
-    'runs through the examples/bin launcher',
-    async () => {
-      const out = await new Promise<string>((done) => {
-        const child = spawn(join(ROOT, 'examples/bin/flotilla-sim'), ['--version']);
-        let stdout = '';
-        child.stdout.on('data', (chunk) => {
-          stdout += chunk;
-        });
-        child.on('close', () => done(stdout));
+  it('runs through the examples/bin launcher', async () => {
+    const out = await new Promise<string>((done) => {
+      const child = spawn(join(ROOT, 'examples/bin/flotilla-sim'), ['--version']);
+      let stdout = '';
+      child.stdout.on('data', (chunk) => {
+        stdout += chunk;
       });
-      expect(out).toBe('flotilla-sim 0.1.0\n');
-    },
-  );
+      child.on('close', () => done(stdout));
+    });
+    expect(out).toBe('flotilla-sim 0.1.0\n');
+  });
 });

@@ -19,7 +19,11 @@ async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Pro
 }
 
 /** `submit`: validates and enqueues; the mission id is the last line of stdout. */
-export async function submit(args: { file: string; wait: boolean; json: boolean }, config: Config, io: Io): Promise<number> {
+export async function submit(
+  args: { file: string; wait: boolean; json: boolean },
+  config: Config,
+  io: Io,
+): Promise<number> {
   const { mission, problems } = await loadMission(args.file);
   if (!mission) {
     for (const problem of problems) io.err(formatProblem(problem));
@@ -38,7 +42,11 @@ export async function submit(args: { file: string; wait: boolean; json: boolean 
   });
 }
 
-export async function status(args: { id?: string; json: boolean; watch: boolean }, config: Config, io: Io): Promise<number> {
+export async function status(
+  args: { id?: string; json: boolean; watch: boolean },
+  config: Config,
+  io: Io,
+): Promise<number> {
   return withClient(config, async (client) => {
     if (!args.id) {
       const ids = await client.store.listMissions(50);
@@ -51,7 +59,9 @@ export async function status(args: { id?: string; json: boolean; watch: boolean 
       if (rows.length === 0) io.out('no missions');
       for (const s of rows) {
         const done = s.tasks.filter((t) => t.status === 'completed').length;
-        io.out(`${s.id.padEnd(40)} ${s.status.padEnd(9)} ${done}/${s.tasks.length} tasks  ${s.createdAt}  ${s.goal}`);
+        io.out(
+          `${s.id.padEnd(40)} ${s.status.padEnd(9)} ${done}/${s.tasks.length} tasks  ${s.createdAt}  ${s.goal}`,
+        );
       }
       return 0;
     }
@@ -65,7 +75,9 @@ export async function status(args: { id?: string; json: boolean; watch: boolean 
           await new Promise((r) => setTimeout(r, 1_000));
         }
       }
-      const final = await client.wait(args.id, { onEvent: (event) => io.out(args.json ? JSON.stringify(event) : formatEventLine(event)) });
+      const final = await client.wait(args.id, {
+        onEvent: (event) => io.out(args.json ? JSON.stringify(event) : formatEventLine(event)),
+      });
       return exitCodeForStatus(final.status);
     }
     const s = await client.status(args.id);
@@ -74,7 +86,10 @@ export async function status(args: { id?: string; json: boolean; watch: boolean 
     if (!args.json) {
       for (const t of s.tasks) {
         if (t.route && (t.status === 'queued' || t.status === 'pending')) io.out(`  ${t.id}: ${t.route}`);
-        if (t.questions) io.out(`  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`);
+        if (t.questions)
+          io.out(
+            `  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`,
+          );
       }
     }
     return 0;
@@ -89,7 +104,14 @@ export async function report(args: { id: string; out?: string }, config: Config,
     const summary = await client.summary(args.id);
     const dir = resolve(args.out ?? join('flotilla-reports', args.id));
     await mkdir(dir, { recursive: true });
-    const lines = [`# Mission ${s.id}`, '', `Goal: ${s.goal}`, `Status: ${s.status}`, `Branch: ${s.branch}`, ''];
+    const lines = [
+      `# Mission ${s.id}`,
+      '',
+      `Goal: ${s.goal}`,
+      `Status: ${s.status}`,
+      `Branch: ${s.branch}`,
+      '',
+    ];
     if (summary) lines.push('```', summary, '```', '');
     lines.push('## Audit trail', '');
     for (const entry of audit) {
@@ -102,7 +124,9 @@ export async function report(args: { id: string; out?: string }, config: Config,
         await writeFile(join(folder, name), content);
         links.push(`[${name}](${entry.taskId || '_mission'}/a${entry.attempt}/${name})`);
       }
-      lines.push(`- ${entry.at} **${who}** ${entry.stage}${where ? ` (${where})` : ''}: ${entry.message}${links.length ? ` — ${links.join(', ')}` : ''}`);
+      lines.push(
+        `- ${entry.at} **${who}** ${entry.stage}${where ? ` (${where})` : ''}: ${entry.message}${links.length ? ` — ${links.join(', ')}` : ''}`,
+      );
     }
     await writeFile(join(dir, 'REPORT.md'), `${lines.join('\n')}\n`);
     await writeFile(join(dir, 'status.json'), `${JSON.stringify(s, null, 2)}\n`);
@@ -114,12 +138,18 @@ export async function report(args: { id: string; out?: string }, config: Config,
 export async function cancel(args: { id: string }, config: Config, io: Io): Promise<number> {
   return withClient(config, async (client) => {
     const result = await client.cancel(args.id);
-    io.out(`cancelled ${args.id}: ${result.cancelled.length} task(s) stopped before starting, ${result.running.length} running task(s) being stopped`);
+    io.out(
+      `cancelled ${args.id}: ${result.cancelled.length} task(s) stopped before starting, ${result.running.length} running task(s) being stopped`,
+    );
     return 0;
   });
 }
 
-export async function answer(args: { id: string; task: string; text: string }, config: Config, io: Io): Promise<number> {
+export async function answer(
+  args: { id: string; task: string; text: string },
+  config: Config,
+  io: Io,
+): Promise<number> {
   return withClient(config, async (client) => {
     const { attempt } = await client.answer(args.id, args.task, args.text);
     io.out(`${args.task} resumes as attempt ${attempt}`);

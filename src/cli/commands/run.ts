@@ -3,10 +3,10 @@ import { loadMission } from '../../producer/load-mission.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError, formatProblem } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import { startHost, type Host } from '../../workers/host.js';
+import { type Host, startHost } from '../../workers/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import type { Io } from '../io.js';
-import { startPrivateRedis, type PrivateRedis } from '../private-redis.js';
+import { type PrivateRedis, startPrivateRedis } from '../private-redis.js';
 
 export interface RunArgs {
   file: string;
@@ -45,9 +45,11 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const redisUrl = config.redisUrl ?? (redis = await startPrivateRedis()).url;
+    if (!config.redisUrl) redis = await startPrivateRedis();
+    const redisUrl = config.redisUrl ?? redis?.url ?? '';
     client = await FlotillaClient.connect({ config, redisUrl });
-    const logger = createLogger({ level: process.env.LOG_LEVEL ?? (io.isTTY ? 'warn' : 'info') });
+    // Progress lines already say what happens; logs below a warning would only repeat them.
+    const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
     for (let i = 0; i < args.workers; i++) {
       hosts.push(
         await startHost({
@@ -59,7 +61,14 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
           internalCli: args.internalCli,
           logger,
           graceMs: 5_000,
+          warnUnsigned: redis === undefined,
         }),
+      );
+    }
+    const say = args.json ? io.err : io.out;
+    for (const host of hosts) {
+      say(
+        `host ${host.hostId}: ${host.clis.map((c) => `${c.adapter.displayName}${c.version ? ` (${c.version})` : ''}`).join(', ') || 'no agent CLI'}`,
       );
     }
     if (hosts.every((h) => h.clis.length === 0)) {
@@ -70,8 +79,11 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     }
     const submitted = await client.submit(mission);
     missionId = submitted.id;
-    (args.json ? io.err : io.out)(`mission ${submitted.id} submitted (${mission.tasks.length} tasks, ${hosts.length} local host(s))`);
-    const final = await followMission(client, submitted.id, io, { json: args.json, signal: controller.signal });
+    say(`mission ${submitted.id} submitted (${mission.tasks.length} tasks, ${hosts.length} local host(s))`);
+    const final = await followMission(client, submitted.id, io, {
+      json: args.json,
+      signal: controller.signal,
+    });
     if (args.json) io.out(JSON.stringify(final));
     return exitCodeForStatus(final.status);
   } finally {

@@ -36,7 +36,9 @@ export async function worker(
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
-        logger.info(`${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`);
+        logger.info(
+          `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
+        );
         void host.close().then(() => resolve(0));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
