@@ -51,6 +51,26 @@ function list(value: unknown): string[] {
 }
 
 /**
+ * An agent's questions are its own JSON, and the Lua scripts decode and re-encode task state, which
+ * would turn every empty list inside them (`"options": []`) into `{}`. They cross Lua as text.
+ */
+function toStored(patch: Partial<TaskState>): Record<string, unknown> {
+  if (!('questions' in patch)) return patch;
+  const { questions, ...rest } = patch;
+  return {
+    ...rest,
+    questionsJson: questions === undefined || questions === null ? null : JSON.stringify(questions),
+  };
+}
+
+function fromStored(json: string): TaskState {
+  const { questionsJson, ...state } = JSON.parse(json) as TaskState & { questionsJson?: string | null };
+  return typeof questionsJson === 'string'
+    ? { ...state, questions: JSON.parse(questionsJson) as unknown }
+    : state;
+}
+
+/**
  * Mission state in Redis: the spec (signed when a secret is set), task states, the dependency
  * graph, an event stream and the audit trail. Transitions that hosts may race on are Lua scripts.
  */
@@ -145,13 +165,13 @@ export class MissionStore {
   async getTasks(id: string): Promise<Record<string, TaskState>> {
     const raw = await this.redis.hgetall(missionKeys(this.prefix, id).tasks);
     const out: Record<string, TaskState> = {};
-    for (const [taskId, json] of Object.entries(raw)) out[taskId] = JSON.parse(json) as TaskState;
+    for (const [taskId, json] of Object.entries(raw)) out[taskId] = fromStored(json);
     return out;
   }
 
   async getTask(id: string, taskId: string): Promise<TaskState | null> {
     const raw = await this.redis.hget(missionKeys(this.prefix, id).tasks, taskId);
-    return raw ? (JSON.parse(raw) as TaskState) : null;
+    return raw ? fromStored(raw) : null;
   }
 
   async isCancelled(id: string): Promise<boolean> {
@@ -175,7 +195,7 @@ export class MissionStore {
       taskId,
       String(attempt),
       status ?? '',
-      JSON.stringify(patch),
+      JSON.stringify(toStored(patch)),
     );
     return applied === 1;
   }
@@ -198,7 +218,7 @@ export class MissionStore {
       taskId,
       String(attempt),
       action,
-      JSON.stringify(patch),
+      JSON.stringify(toStored(patch)),
       now,
     )) as string;
     const parsed = JSON.parse(raw) as Record<string, unknown>;
@@ -314,7 +334,8 @@ export class MissionStore {
           costUsd: s?.costUsd,
           startedAt: s?.startedAt ?? null,
           finishedAt: s?.finishedAt ?? null,
-          ...(s?.questions ? { questions: s.questions } : {}),
+          // Questions are shown while they wait for an answer, not after the task went on.
+          ...(s?.status === 'needs_input' && s.questions ? { questions: s.questions } : {}),
         };
       }),
     };
