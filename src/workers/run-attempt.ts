@@ -308,10 +308,18 @@ export async function runAttempt(
         'stderr.txt': tail(outcome.stderr, 20_000),
       },
     });
-    const error = success
-      ? undefined
-      : [collected.warnings.join('; '), tail(outcome.stderr, 1_000)].filter(Boolean).join('\n') ||
-        `result ${collected.status}`;
+    // collectResult's own line comes first (the agent's Errors, a timeout without a result): the
+    // gate quotes it in the task's error and feeds it into the next prompt.
+    const error =
+      collected.outcome === 'failed'
+        ? [
+            collected.error ?? `result ${collected.status}`,
+            collected.warnings.join('; '),
+            tail(outcome.stderr, 1_000),
+          ]
+            .filter(Boolean)
+            .join('\n')
+        : undefined;
     return {
       outcome: collected.outcome,
       cli: adapter.cli,
