@@ -88,6 +88,21 @@ export async function runAttempt(
   const base = { cli: '', host: ctx.hostId, resultStatus: 'unknown' as const, summary: '', durationMs: 0 };
   if (await ctx.store.isCancelled(missionId))
     return { ...base, outcome: 'cancelled', summary: 'mission cancelled' };
+  const overBudget = await budgetSpent(ctx, missionId, spec.budgetUsd);
+  if (overBudget) {
+    // The gate stops retries once the budget is spent; this stops the attempts it did not start
+    // (a dependent released by an approval, a retry enqueued while another task spent the rest).
+    const error = `${overBudget}; attempt ${attempt} not started`;
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      message: error,
+    });
+    return { ...base, outcome: 'failed', fatal: true, summary: error, error };
+  }
 
   const chosen = chooseCli(ctx, job.data, task);
   if (!chosen) {
@@ -340,6 +355,18 @@ export async function runAttempt(
     release();
     if (checkoutDir) await removeWorktree(checkoutDir);
   }
+}
+
+/** The reason no new attempt may start, or null while the mission's budget_usd is not spent. */
+async function budgetSpent(
+  ctx: HostContext,
+  missionId: string,
+  budgetUsd: number | undefined,
+): Promise<string | null> {
+  if (budgetUsd === undefined) return null;
+  // Read fresh: the cached mission record holds the cost at the time it was first loaded.
+  const spent = await ctx.store.addCost(missionId, 0);
+  return spent >= budgetUsd ? `budget of $${budgetUsd} spent ($${spent.toFixed(2)})` : null;
 }
 
 /** On success PROMPT and RESULT move to the archive folder with a timestamp prefix (cli-dispatch cleanup). */
