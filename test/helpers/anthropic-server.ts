@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A scripted stand-in for the Anthropic Messages API, so tests can run the real `claude -p`
- * (`ANTHROPIC_BASE_URL=<url>`). Each `Turn` answers the next main-loop request, in order; side
+ * (`ANTHROPIC_BASE_URL=<url>`). Each step answers the next main-loop request, in order; side
  * requests (session title, token counting, the connectivity HEAD) get generic answers and do
  * not consume the script. What the CLI sends is described in docs/TESTING.md; `claude-cli.ts`
  * has the flags and environment to run it with.
@@ -22,6 +22,12 @@ export type Turn =
     }
   /** An API error reply (401 authentication_error, 429 rate_limit_error, 529 overloaded_error, …). */
   | { type: 'error'; status: number; errorType: string; message: string };
+
+/**
+ * A script step: a fixed turn, or one computed from the main request it answers (a path named in
+ * the prompt, say). `userText(request)` gives the prompt.
+ */
+export type ScriptStep = Turn | ((request: CapturedRequest) => Turn);
 
 export interface TurnUsage {
   input_tokens: number;
@@ -88,7 +94,7 @@ export const writeTurn = (filePath: string, content: string): Turn =>
 const DEFAULT_USAGE: TurnUsage = { input_tokens: 100, output_tokens: 20 };
 
 export async function startScriptedAnthropic(
-  script: Turn[],
+  script: ScriptStep[],
   options: ScriptedAnthropicOptions = {},
 ): Promise<ScriptedAnthropic> {
   const isMain = options.isMainRequest ?? ((body) => (body.tools?.length ?? 0) > 0);
@@ -120,9 +126,9 @@ export async function startScriptedAnthropic(
       if (isMain(body)) {
         captured.kind = 'main';
         captured.turn = next;
-        const scripted = script[next++];
-        if (!scripted)
-          problems.push(`main request #${next} arrived but the script has ${script.length} turn(s)`);
+        const step = script[next++];
+        if (!step) problems.push(`main request #${next} arrived but the script has ${script.length} turn(s)`);
+        const scripted = typeof step === 'function' ? step(captured) : step;
         turn = scripted ?? textTurn('scripted-anthropic: the script is exhausted');
       } else {
         captured.kind = 'side';
