@@ -201,7 +201,13 @@ export async function runAttempt(
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
     });
-    const reply = `${outcome.stdout}\n${outcome.stderr}`;
+    const usage = adapter.config.usage_format
+      ? parseUsage(adapter.config.usage_format, outcome.stdout)
+      : null;
+    // A CLI that wraps its answer in JSON says what went wrong in that answer; matching the
+    // unwrapped text keeps the CLI's own words (`Not logged in · Please run /login`) as the task's
+    // error instead of a whole JSON line.
+    const reply = `${usage?.resultText ?? outcome.stdout}\n${outcome.stderr}`;
     const classified = outcome.exitCode === 0 ? null : classifyReply(adapter, reply, outcome.spawnError);
     if (classified?.kind === 'rate-limit') {
       const cooldown = adapter.config.cooldown_ms ?? 60_000;
@@ -267,9 +273,6 @@ export async function runAttempt(
       };
     }
 
-    const usage = adapter.config.usage_format
-      ? parseUsage(adapter.config.usage_format, outcome.stdout)
-      : null;
     const resultFile = join(checkout.dir, resultPath);
     const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
     const changedFiles = await snapshotChanges(checkout.dir);
