@@ -13,6 +13,7 @@ import { FlotillaError } from '../shared/errors.js';
 import type { TaskSpec } from '../shared/mission.js';
 import { listHosts, routableHosts } from '../shared/registry.js';
 import { verifyPayload } from '../shared/signing.js';
+import { readAgentSettings } from './agent-file.js';
 import { type HostCli, type HostContext, loadMission, usableClis } from './host-context.js';
 import { matchCli } from './match.js';
 import { assemblePrompt, buildInvocation, promptTooLarge, resolveModel } from './prompt.js';
@@ -66,11 +67,6 @@ export function chooseCli(ctx: HostContext, data: RunJobData, task: TaskSpec): H
 async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
   await job.moveToDelayed(Date.now() + delayMs, token);
   throw new DelayedError();
-}
-
-function agentTier(personality: string): string {
-  const front = /^---\n([\s\S]*?)\n---/.exec(personality)?.[1] ?? '';
-  return /^model_tier:\s*["']?([a-z]+)/m.exec(front)?.[1] ?? 'execution';
 }
 
 export async function runAttempt(
@@ -140,10 +136,13 @@ export async function runAttempt(
     const dtid = dispatchTaskId(taskId, attempt);
     const resultPath = adapter.config.result_path.replaceAll('{task-id}', dtid);
     const personality = task.agent ? (spec.agents[task.agent] ?? '') : '';
+    const agent = readAgentSettings(personality);
+    // agent-dispatch checks writes against the agent's allowed_paths; the task's own list wins.
+    const allowedPaths = task.allowedPaths ?? agent.allowedPaths;
     const prompt = assemblePrompt({
       personality,
       missionGoal: spec.goal,
-      task,
+      task: allowedPaths === task.allowedPaths ? task : { ...task, allowedPaths },
       handoff: task.dependsOn.map((dep) => {
         const h = states[dep]?.handoff;
         const title = spec.tasks.find((t) => t.id === dep)?.title ?? dep;
@@ -188,7 +187,7 @@ export async function runAttempt(
     const invocation = buildInvocation(adapter, {
       promptPath,
       promptText: prompt,
-      model: resolveModel(adapter, agentTier(personality)),
+      model: resolveModel(adapter, agent.modelTier),
     });
     if (invocation.note) log.info(invocation.note);
     log.info({ command: invocation.command, delivery: invocation.delivery }, 'starting CLI');
@@ -290,7 +289,7 @@ export async function runAttempt(
     const readOnly = task.controlMode === 'advisory' || task.controlMode === 'surgical';
     const scope = await enforceWriteScope({
       dir: checkout.dir,
-      allowedPaths: task.allowedPaths ? [...task.allowedPaths] : undefined,
+      allowedPaths: allowedPaths ? [...allowedPaths] : undefined,
       readOnly,
     });
     let summary = collected.summary;

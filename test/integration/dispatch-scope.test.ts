@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
-import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
+import { indent, ROOT, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**
  * Write scope on the real pipeline (DESIGN §4 step 5, agent-dispatch's rollback): what a CLI changes
@@ -97,8 +99,19 @@ describe('write scope', () => {
       '      Assess only.',
       '',
       indent(sim('- write: {path: src/main.txt, content: "edited by an assessor"}')),
+      '  - id: agent-scoped',
+      '    title: Write notes as reviewer-x',
+      '    capability: code_implementation',
+      '    agent: reviewer-x',
+      '    critic: false',
+      '    exit_criteria: ["test -f notes/agent.md"]',
+      '    description: |',
+      '      The agent file limits writes to notes/.',
+      '',
+      indent(sim('- write: {path: notes/agent.md, content: "noted"}\n- write_outside_scope: src/stray.txt')),
     ].join('\n');
-    const id = await cluster.submit(yaml, SEED);
+    const agent = await readFile(join(ROOT, 'test', 'fixtures', 'agents', 'reviewer-x.md'), 'utf8');
+    const id = await cluster.submit(yaml, { ...SEED, 'agents/reviewer-x.md': agent });
     status = await cluster.client.wait(id, { pollMs: 200 });
     audit = await cluster.client.store.getAudit(id);
     const { meta } = await cluster.client.store.getMission(id);
@@ -142,6 +155,16 @@ describe('write scope', () => {
     );
     const downstream = runEntry(audit, 'downstream').files?.['prompt.md'] ?? '';
     expect(downstream).toContain('Write violation rolled back: secrets/config.txt, secrets/leak.txt');
+  });
+
+  it('takes the agent file’s allowed_paths when the task sets none, and says so in the prompt', async () => {
+    const files = await workFiles(repo, status.branch);
+    expect(files).toContain('notes/agent.md');
+    expect(files).not.toContain('src/stray.txt');
+    expect(runEntry(audit, 'agent-scoped').message).toContain('rolled back 1 file(s) outside scope');
+    expect(runEntry(audit, 'agent-scoped').files?.['prompt.md']).toContain(
+      'Writes outside these paths are reverted when you finish:\n\n- `notes/`',
+    );
   });
 
   it('changes nothing in the repository for advisory and surgical tasks that wrote files', async () => {
