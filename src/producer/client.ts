@@ -131,7 +131,8 @@ export class FlotillaClient {
       taskId,
       state.attempts,
       'answer',
-      { answers },
+      // The next pause overwrites `questions`; each round's questions stay beside its answer.
+      { answers, asked: [...(state.asked ?? []), JSON.stringify(state.questions ?? [])] },
       new Date().toISOString(),
     );
     if (!outcome.applied)

@@ -183,6 +183,8 @@ export interface TaskState {
   costUsd?: number;
   questions?: unknown;
   answers?: string[];
+  /** The questions each answered round answered, as the agent's JSON text, in round order. */
+  asked?: string[];
   /** What an approved task hands to its dependents' prompts. */
   handoff?: { summary: string; outputs: string; findings: string };
   /** Dependents this task's approval released; kept so a re-delivered gate re-adds the same. */

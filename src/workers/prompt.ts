@@ -165,6 +165,21 @@ function continuationText(continuation: NonNullable<PromptInput['continuation']>
   ].join('\n\n');
 }
 
+/**
+ * The continuation block's two texts from every answered round. One round reads as the questions
+ * and the answer; with two, each line is labelled with its round so an answer stays with the
+ * questions it answers (agent-dispatch allows two rounds before a person takes over).
+ */
+export function continuationInput(
+  asked: readonly string[],
+  answers: readonly string[],
+): NonNullable<PromptInput['continuation']> {
+  if (answers.length <= 1) return { questions: asked[0] ?? '[]', answers: answers[0] ?? '' };
+  const label = (items: readonly string[]) =>
+    answers.map((_, index) => `Round ${index + 1}: ${items[index] ?? '(not recorded)'}`).join('\n');
+  return { questions: label(asked), answers: label(answers) };
+}
+
 function resultInstruction(resultPath: string): string {
   return [
     '## Result Instructions',

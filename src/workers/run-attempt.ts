@@ -16,7 +16,13 @@ import { verifyPayload } from '../shared/signing.js';
 import { readAgentSettings } from './agent-file.js';
 import { type HostCli, type HostContext, loadMission, usableClis } from './host-context.js';
 import { matchCli } from './match.js';
-import { assemblePrompt, buildInvocation, promptTooLarge, resolveModel } from './prompt.js';
+import {
+  assemblePrompt,
+  buildInvocation,
+  continuationInput,
+  promptTooLarge,
+  resolveModel,
+} from './prompt.js';
 import { classifyReply } from './reply-patterns.js';
 import { collectResult } from './result-parse.js';
 import { spawnCli, tail } from './spawn-cli.js';
@@ -161,10 +167,10 @@ export async function runAttempt(
         : {}),
       ...(state?.answers?.length
         ? {
-            continuation: {
-              questions: JSON.stringify(state.questions ?? []),
-              answers: state.answers.join('\n'),
-            },
+            continuation: continuationInput(
+              state.asked ?? [JSON.stringify(state.questions ?? [])],
+              state.answers,
+            ),
           }
         : {}),
     });
@@ -223,7 +229,9 @@ export async function runAttempt(
         message: `rate limited (attempt not counted, back to the queue): ${classified.message}`,
       });
       await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
-      return giveBack(job, token, Math.min(cooldown, 5_000));
+      // `return await` inside try: a bare `return` runs the finally (an awaited worktree removal)
+      // while giveBack's promise rejects unobserved, and Node ends the host on the unhandled rejection.
+      return await giveBack(job, token, Math.min(cooldown, 5_000));
     }
     if (classified?.kind === 'auth') {
       ctx.disabled.set(adapter.cli, classified.message);
@@ -247,7 +255,7 @@ export async function runAttempt(
       });
       if (others) {
         await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
-        return giveBack(job, token, 1_000);
+        return await giveBack(job, token, 1_000);
       }
       return {
         ...base,

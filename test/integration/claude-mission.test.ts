@@ -100,6 +100,34 @@ function resultTurn(request: CapturedRequest) {
   );
 }
 
+/** A result that pauses the task: the six sections and agent-dispatch's needs_input block. */
+function askTurn(question: string) {
+  return (request: CapturedRequest) => {
+    const path = /write your result to: (\S+)/.exec(userText(request))?.[1] ?? 'missing-result-path.md';
+    return writeTurn(
+      path,
+      [
+        '**Status**: Needs Input',
+        `**Summary**: I need an answer before I go on: ${question}`,
+        '**Outputs**: None',
+        '**Findings**: None',
+        '**Issues**: None',
+        '**Errors**: None',
+        '',
+        '<agent-result>',
+        '<status>needs_input</status>',
+        '<outputs></outputs>',
+        `<summary>Waiting for: ${question}</summary>`,
+        `<questions>[{"id": "Q1", "text": "${question}", "options": []}]</questions>`,
+        '<completed-steps>read the task</completed-steps>',
+        '<resume-guidance>Answer and I continue.</resume-guidance>',
+        '</agent-result>',
+        '',
+      ].join('\n'),
+    );
+  };
+}
+
 const MISSION = [
   'goal: Greet through the real Claude Code',
   'workspace: ./ws',
@@ -204,6 +232,68 @@ describe.skipIf(!existsSync(CLAUDE_BIN))('a mission on the real claude CLI', () 
     const [critic] = stage(audit, 'greet', 'critic');
     expect(critic?.cli).toBe('flotilla-sim-reviewer');
     expect(critic?.message).toContain('approve');
+  });
+
+  it('pauses on needs_input, resumes with every answered round, and refuses a third round', async () => {
+    const questions = ['Formal or casual greeting?', 'With an exclamation mark?', 'Signed by whom?'];
+    const server = await startScriptedAnthropic(
+      questions.flatMap((question) => [askTurn(question), textTurn('I asked; waiting for the answer.')]),
+    );
+    cleanups.push(() => server.stop());
+    const home = await mkdtemp(join(dir, 'home-'));
+    const c = await cluster({
+      PATH: `${BIN}${delimiter}${process.env.PATH ?? ''}`,
+      HOME: home,
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_API_KEY: 'test-key',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+    });
+    const id = await c.submit(MISSION);
+    const paused = async (attempt: number) => {
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        const status = await c.client.status(id);
+        const greet = task(status, 'greet');
+        if (greet.status === 'needs_input' && greet.attempts === attempt) return status;
+        if (Date.now() > deadline || ['failed', 'completed'].includes(greet.status)) {
+          throw new Error(`greet did not pause at attempt ${attempt}: ${JSON.stringify(greet)}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+
+    const first = await paused(1);
+    expect(first.status).toBe('running');
+    expect(task(first, 'greet').questions).toEqual([{ id: 'Q1', text: questions[0], options: [] }]);
+    await c.client.answer(id, 'greet', 'formal');
+    await paused(2);
+    await c.client.answer(id, 'greet', 'no exclamation mark');
+    await paused(3);
+    await expect(c.client.answer(id, 'greet', 'me')).rejects.toThrow(/two answered rounds/);
+    expect(task(await c.client.status(id), 'greet').status).toBe('needs_input');
+
+    const audit = await c.client.store.getAudit(id);
+    const prompts = stage(audit, 'greet', 'run').map((e) => e.files?.['prompt.md'] ?? '');
+    expect(prompts).toHaveLength(3);
+    expect(prompts[0]).not.toContain('## Continuation');
+    const second = prompts[1]!.slice(prompts[1]!.indexOf('## Continuation'));
+    expect(second).toContain(questions[0]);
+    expect(second).toContain('formal');
+    // The second continuation carries both rounds: each question with its own answer.
+    const third = prompts[2]!.slice(prompts[2]!.indexOf('## Continuation'));
+    for (const text of [questions[0], 'formal', questions[1], 'no exclamation mark'])
+      expect(third).toContain(text);
+    expect(third.indexOf(questions[0]!)).toBeLessThan(third.indexOf(questions[1]!));
+    // What Claude received is what the audit shows.
+    const main = server.requests.filter((r) => r.kind === 'main');
+    expect(userText(main[4]!)).toContain(prompts[2]!.trim());
+    expect(server.problems).toEqual([]);
+
+    await c.client.cancel(id);
+    expect((await c.client.wait(id, { pollMs: 200 })).status).toBe('cancelled');
   });
 
   it('fails fast with Claude’s own message when it is not logged in, and the host stops offering it', async () => {
