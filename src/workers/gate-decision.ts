@@ -32,6 +32,15 @@ export function decideGate(input: GateInput): GateDecision {
   if (run.outcome === 'needs_input') {
     return { action: 'pause', reason: `the agent needs input: ${clip(run.summary || 'see its questions')}` };
   }
+  if (run.outcome === 'failed' && run.fatal) {
+    // No retry can help (the CLI is not logged in and no live host can serve the task): a retry
+    // would sit in a queue nobody consumes, so the task fails now with the CLI's own message.
+    return {
+      action: 'fail',
+      feedback: formatRunFeedback(run),
+      reason: `run failed: ${clip(run.error ?? run.summary)}`,
+    };
+  }
   if (run.outcome === 'failed') {
     return retryOrFail(
       task,
