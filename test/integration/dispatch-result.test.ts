@@ -65,6 +65,8 @@ describe('result collection', () => {
         '- write: {path: cut-partial.txt, content: "half done"}\n- exceed_timeout: {partial_result: true}',
         ['timeout: 3s', 'max_attempts: 1'],
       ),
+      task('exit-3', '- write: {path: exit-3.txt, content: "x"}\n- result: {exit_code: 3}'),
+      task('limited', '- rate_limit: {times: 1}\n- write: {path: limited.txt, content: "x"}'),
       task(
         'cut-bare',
         [
@@ -122,6 +124,21 @@ describe('result collection', () => {
     );
     expect(second?.files?.['prompt.md']).toContain('## ⚠️ PREVIOUS ATTEMPT FAILED (attempt 1/2)');
     expect(second?.files?.['prompt.md']).toContain('The CLI timed out before writing a result file');
+  });
+
+  it('keeps a result written before a non-zero exit as a partial result, with a warning', () => {
+    expect(byId(status, 'exit-3')).toMatchObject({ status: 'completed', attempts: 1 });
+    const [run] = runs(audit, 'exit-3');
+    expect(run?.message).toMatch(/^Flotilla Sim exited 3 .*result success_with_warnings from file/);
+    expect(run?.message).toContain('partial result: the process did not end cleanly');
+  });
+
+  it('does not count a rate-limited run as an attempt: the job goes back to the queue', () => {
+    expect(byId(status, 'limited')).toMatchObject({ status: 'completed', attempts: 1 });
+    const [limited, ran] = runs(audit, 'limited');
+    expect(limited?.message).toMatch(/^rate limited \(attempt not counted, back to the queue\): .*429/);
+    expect(ran?.message).toMatch(/^Flotilla Sim exited 0/);
+    expect(ran?.attempt).toBe(1);
   });
 
   it('kills the CLI’s whole process tree on timeout: neither the agent nor its child is left', async () => {
