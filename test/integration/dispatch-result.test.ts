@@ -41,6 +41,8 @@ describe('result collection', () => {
 
   beforeAll(async () => {
     cluster = await startCluster({ hosts: 1, slots: 4 });
+    // The timeouts are short, but not so short that a loaded 2-core machine misses them while the
+    // stand-in is still starting: `exceed_timeout` writes its partial result first thing.
     const task = (id: string, steps: string, extra: string[] = [], criteria = [`test -f ${id}.txt`]) =>
       [
         `  - id: ${id}`,
@@ -63,7 +65,7 @@ describe('result collection', () => {
       task(
         'cut-partial',
         '- write: {path: cut-partial.txt, content: "half done"}\n- exceed_timeout: {partial_result: true}',
-        ['timeout: 3s', 'max_attempts: 1'],
+        ['timeout: 6s', 'max_attempts: 1'],
       ),
       task('exit-3', '- write: {path: exit-3.txt, content: "x"}\n- result: {exit_code: 3}'),
       task('limited', '- rate_limit: {times: 1}\n- write: {path: limited.txt, content: "x"}'),
@@ -74,7 +76,7 @@ describe('result collection', () => {
           `- run: {argv: [sleep, "${GRANDCHILD_SLEEP}"], timeout: 10m}`,
           '  before_attempt: 2',
         ].join('\n'),
-        ['timeout: 3s'],
+        ['timeout: 6s'],
       ),
     ].join('\n');
     const id = await cluster.submit(yaml);
