@@ -15,7 +15,7 @@ import { withSignature } from '../shared/signing.js';
 import { decideGate } from './gate-decision.js';
 import { type HostContext, loadMission } from './host-context.js';
 import { assertSigned } from './run-attempt.js';
-import { childValue, ignoredChildFailure } from './verify-attempt.js';
+import { childValue, ignoredChildFailure, lostRun } from './verify-attempt.js';
 import { integrateAttempt } from './workspace/integrate.js';
 import { openRepoCache } from './workspace/repo-cache.js';
 
@@ -33,29 +33,11 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId });
 
-  let result = await childValue<CriticResult>(job);
-  if (!result) {
-    const failure = (await ignoredChildFailure(job)) ?? 'the critic job failed';
-    result = {
-      verify: {
-        run: {
-          outcome: 'failed',
-          cli: '',
-          host: '',
-          resultStatus: 'unknown',
-          summary: '',
-          error: `infrastructure: ${failure}`,
-          durationMs: 0,
-        },
-        ran: false,
-        passed: false,
-        criteria: [],
-      },
-      ran: false,
-    };
-  }
+  const result: CriticResult = (await childValue<CriticResult>(job)) ?? {
+    verify: lostRun((await ignoredChildFailure(job)) ?? 'the critic job failed'),
+    ran: false,
+  };
   const cancelled = await ctx.store.isCancelled(missionId);
-  const spent = meta.costUsd;
   let decision: GateDecision = decideGate({ result, task, attempt, cancelled });
 
   if (decision.action === 'approve') {
@@ -90,7 +72,6 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       };
     }
   }
-  void spent;
 
   const now = new Date().toISOString();
   const action: SettleAction = decision.action;
@@ -176,13 +157,11 @@ export async function enqueueFinalize(
   ctx: Pick<HostContext, 'queues' | 'config'>,
   missionId: string,
 ): Promise<void> {
-  await ctx.queues
-    .get(QUEUES.mission)
-    .add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), {
-      jobId: finalizeJobId(missionId),
-      ...RETENTION,
-      attempts: 5,
-    });
+  await ctx.queues.get(QUEUES.mission).add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), {
+    jobId: finalizeJobId(missionId),
+    ...RETENTION,
+    attempts: 5,
+  });
 }
 
 function describe(decision: GateDecision): string {

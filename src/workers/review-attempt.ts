@@ -11,7 +11,7 @@ import { assertSigned, MISSION_CANCELLED } from './run-attempt.js';
 import { spawnCli, tail } from './spawn-cli.js';
 import { parseUsage } from './usage.js';
 import { parseVerdict } from './verdict.js';
-import { childValue, ignoredChildFailure } from './verify-attempt.js';
+import { childValue, ignoredChildFailure, lostRun } from './verify-attempt.js';
 import { checkoutForVerify, diffAgainstIntegration } from './workspace/attempt-checkout.js';
 import { openRepoCache } from './workspace/repo-cache.js';
 
@@ -37,26 +37,8 @@ export async function reviewAttempt(
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
   const verify = await childValue<VerifyResult>(job);
-  if (!verify) {
-    const failure = (await ignoredChildFailure(job)) ?? 'the verify job failed';
-    return {
-      verify: {
-        run: {
-          outcome: 'failed',
-          cli: '',
-          host: '',
-          resultStatus: 'unknown',
-          summary: '',
-          error: `infrastructure: ${failure}`,
-          durationMs: 0,
-        },
-        ran: false,
-        passed: false,
-        criteria: [],
-      },
-      ran: false,
-    };
-  }
+  if (!verify)
+    return { verify: lostRun((await ignoredChildFailure(job)) ?? 'the verify job failed'), ran: false };
   const { spec, meta } = await loadMission(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);

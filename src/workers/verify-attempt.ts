@@ -16,6 +16,23 @@ export async function childValue<T>(job: Job): Promise<T | undefined> {
   return values[0];
 }
 
+/**
+ * What a stage passes up when the stage below it failed as infrastructure (its BullMQ attempts
+ * ran out): a failed run, so the gate retries the task with the failure as context.
+ */
+export function lostRun(failure: string): VerifyResult {
+  const run: RunResult = {
+    outcome: 'failed',
+    cli: '',
+    host: '',
+    resultStatus: 'unknown',
+    summary: '',
+    error: `infrastructure: ${failure}`,
+    durationMs: 0,
+  };
+  return { run, ran: false, passed: false, criteria: [] };
+}
+
 export async function ignoredChildFailure(job: Job): Promise<string | undefined> {
   const failures = Object.values(await job.getIgnoredChildrenFailures());
   return failures[0] ? String(failures[0]) : undefined;
@@ -33,23 +50,7 @@ export async function verifyAttempt(
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
   const run = await childValue<RunResult>(job);
-  if (!run) {
-    const failure = (await ignoredChildFailure(job)) ?? 'the run job failed';
-    return {
-      run: {
-        outcome: 'failed',
-        cli: '',
-        host: '',
-        resultStatus: 'unknown',
-        summary: '',
-        error: `infrastructure: ${failure}`,
-        durationMs: 0,
-      },
-      ran: false,
-      passed: false,
-      criteria: [],
-    };
-  }
+  if (!run) return lostRun((await ignoredChildFailure(job)) ?? 'the run job failed');
   if (run.outcome !== 'done' || !run.branch) return { run, ran: false, passed: false, criteria: [] };
   const { spec, meta } = await loadMission(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
