@@ -7,6 +7,7 @@ import type { MissionSpec } from '../shared/mission.js';
 import { MissionStore } from '../shared/mission-store.js';
 import { QueueSet } from '../shared/queues.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
+import { createTelemetry } from '../shared/telemetry.js';
 import { enqueueFinalize } from '../workers/gate-attempt.js';
 import { enqueueAttempt } from './enqueue.js';
 import { loadMissionOrThrow } from './load-mission.js';
@@ -47,7 +48,7 @@ export class FlotillaClient {
     return new FlotillaClient(
       redis,
       store,
-      new QueueSet(redis, config.prefix),
+      new QueueSet(redis, config.prefix, createTelemetry(config.otel)),
       config,
       options.logger ?? silentLogger(),
     );

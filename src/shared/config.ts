@@ -36,6 +36,11 @@ const envSchema = z.object({
   /** BullMQ lock duration for CLI jobs; a crashed host's job moves on after about this long. */
   FLOTILLA_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   FLOTILLA_STALLED_INTERVAL_MS: z.coerce.number().int().positive().optional(),
+  /** OpenTelemetry traces through bullmq-otel: `1`/`true` turns them on. */
+  FLOTILLA_OTEL: z
+    .string()
+    .optional()
+    .transform((value) => value === '1' || value?.toLowerCase() === 'true'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -50,6 +55,7 @@ export interface Config {
   readonly home: string;
   readonly lockMs: number;
   readonly stalledIntervalMs: number;
+  readonly otel: boolean;
   readonly logLevel: z.output<typeof envSchema>['LOG_LEVEL'];
 }
 
@@ -72,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
     lockMs: e.FLOTILLA_LOCK_MS,
     stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? e.FLOTILLA_LOCK_MS,
+    otel: e.FLOTILLA_OTEL,
     logLevel: e.LOG_LEVEL,
   });
 }

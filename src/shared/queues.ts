@@ -1,4 +1,4 @@
-import { FlowProducer, type JobsOptions, Queue } from 'bullmq';
+import { FlowProducer, type JobsOptions, Queue, type Telemetry } from 'bullmq';
 import type { RedisClient } from './redis.js';
 
 /**
@@ -23,14 +23,19 @@ export class QueueSet {
   constructor(
     private readonly connection: RedisClient,
     readonly prefix: string,
+    private readonly telemetry?: Telemetry,
   ) {
-    this.flows = new FlowProducer({ connection, prefix });
+    this.flows = new FlowProducer({ connection, prefix, ...(telemetry ? { telemetry } : {}) });
   }
 
   get(name: string): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.prefix });
+      queue = new Queue(name, {
+        connection: this.connection,
+        prefix: this.prefix,
+        ...(this.telemetry ? { telemetry: this.telemetry } : {}),
+      });
       this.queues.set(name, queue);
     }
     return queue;

@@ -11,6 +11,7 @@ import { MissionStore } from '../shared/mission-store.js';
 import { QueueSet } from '../shared/queues.js';
 import { createRedis, type RedisClient } from '../shared/redis.js';
 import { type HostInfo, publishHost, removeHost } from '../shared/registry.js';
+import { createTelemetry } from '../shared/telemetry.js';
 import { detectClis } from './adapters/detect.js';
 import { loadAdaptersOrThrow } from './adapters/load-adapters.js';
 import { finalizeMission } from './finalize-mission.js';
@@ -73,7 +74,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const redis = createRedis({ url: options.redisUrl, role: 'worker' });
   redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
   const store = new MissionStore(redis, config.prefix, config.secret);
-  const queues = new QueueSet(redis, config.prefix);
+  const telemetry = createTelemetry(config.otel);
+  const queues = new QueueSet(redis, config.prefix, telemetry);
   const disabled = new Map<string, string>();
   const coolingUntil = new Map<string, number>();
   const startedAt = new Date().toISOString();
@@ -135,6 +137,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     lockDuration: config.lockMs,
     stalledInterval: config.stalledIntervalMs,
     maxStalledCount: 2,
+    ...(telemetry ? { telemetry } : {}),
   };
   const track = (worker: Worker) => {
     worker.on('active', (job: Job) => active.set(job.id ?? '', worker));
