@@ -17,6 +17,7 @@ import { loadAdaptersOrThrow } from './adapters/load-adapters.js';
 import { finalizeMission } from './finalize-mission.js';
 import { gateAttempt } from './gate-attempt.js';
 import type { HostCli, HostContext } from './host-context.js';
+import { sweepMissions } from './reconcile.js';
 import { reviewAttempt } from './review-attempt.js';
 import { MISSION_CANCELLED, runAttempt } from './run-attempt.js';
 import { Semaphore } from './semaphore.js';
@@ -35,6 +36,8 @@ export interface HostOptions {
   /** Grace period for running CLIs on the first shutdown signal. */
   readonly graceMs?: number;
   readonly heartbeatMs?: number;
+  /** How often one host of the cluster re-adds jobs a crashed process never added. */
+  readonly sweepMs?: number;
   /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
   readonly warnUnsigned?: boolean;
 }
@@ -205,6 +208,11 @@ export async function startHost(options: HostOptions): Promise<Host> {
     publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));
   }, heartbeatMs);
   heartbeat.unref();
+  const sweepMs = options.sweepMs ?? 30_000;
+  const sweeper = setInterval(() => {
+    sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
+  }, sweepMs);
+  sweeper.unref();
 
   const subscriber = redis.duplicate();
   subscriber.on('error', () => {});
@@ -236,6 +244,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     }
     closing ??= (async () => {
       clearInterval(heartbeat);
+      clearInterval(sweeper);
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
       const grace = options.graceMs ?? 30_000;
       const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());

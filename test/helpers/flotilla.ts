@@ -25,7 +25,12 @@ export interface TestCluster {
   readonly client: FlotillaClient;
   readonly hosts: Host[];
   readonly dir: string;
-  addHost(options?: { hostId?: string; adaptersDir?: string; slots?: number }): Promise<Host>;
+  addHost(options?: {
+    hostId?: string;
+    adaptersDir?: string;
+    slots?: number;
+    sweepMs?: number;
+  }): Promise<Host>;
   /**
    * Writes the mission YAML (workspace `./ws`) into a fresh folder and submits it. `files` are
    * written beside it first, by path relative to that folder (`agents/<id>.md`, `ws/seed.txt`).
@@ -70,6 +75,7 @@ export async function startCluster(
         logger: silentLogger(),
         graceMs: 2_000,
         heartbeatMs: 1_000,
+        ...(hostOptions.sweepMs ? { sweepMs: hostOptions.sweepMs } : {}),
       });
       hosts.push(host);
       return host;
