@@ -138,7 +138,9 @@ export async function runAttempt(
     const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
     checkoutDir = checkout.dir;
     const state = await ctx.store.getTask(missionId, taskId);
-    const states = await ctx.store.getTasks(missionId);
+    // Only the dependencies' handoffs are read: reading every task's state made each run O(tasks).
+    const depStates = await Promise.all(task.dependsOn.map((dep) => ctx.store.getTask(missionId, dep)));
+    const states = Object.fromEntries(task.dependsOn.map((dep, i) => [dep, depStates[i]]));
     const dtid = dispatchTaskId(taskId, attempt);
     const resultPath = adapter.config.result_path.replaceAll('{task-id}', dtid);
     const personality = task.agent ? (spec.agents[task.agent] ?? '') : '';
