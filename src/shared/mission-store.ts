@@ -116,6 +116,8 @@ export class MissionStore {
       baseCommit: input.baseCommit,
       spec: specJson,
       costUsd: '0',
+      // Tasks not yet completed, failed, skipped or cancelled; the Lua scripts keep it (store-scripts.ts).
+      open: String(input.spec.tasks.length),
     };
     if (this.secret) meta.sig = signPayload({ id: input.id, spec: specJson, repo: input.repo }, this.secret);
     const created = await this.redis.hsetnx(keys.meta, 'id', input.id);

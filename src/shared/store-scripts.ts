@@ -13,10 +13,20 @@ local function get(taskId)
   if not raw then return nil end
   return cjson.decode(raw)
 end
+-- meta 'open' counts the tasks not yet terminal (missions created before it have none), so settle
+-- reads every task once, at the end, instead of on every gate: that made a mission O(tasks²).
 local function put(taskId, t)
+  local old = redis.call('HGET', KEYS[2], taskId)
   redis.call('HSET', KEYS[2], taskId, cjson.encode(t))
+  if redis.call('HEXISTS', KEYS[1], 'open') == 0 then return end
+  local was = old and not terminal(cjson.decode(old).status)
+  local is = not terminal(t.status)
+  if was and not is then redis.call('HINCRBY', KEYS[1], 'open', -1)
+  elseif is and not was then redis.call('HINCRBY', KEYS[1], 'open', 1) end
 end
 local function settle(now)
+  local open = redis.call('HGET', KEYS[1], 'open')
+  if open and tonumber(open) > 0 then return 0 end
   local status = redis.call('HGET', KEYS[1], 'status')
   local all = redis.call('HGETALL', KEYS[2])
   local completed, total = 0, 0
@@ -163,7 +173,7 @@ for i = 1, #all, 2 do
     t.status = 'cancelled'
     t.error = 'mission cancelled'
     t.finishedAt = ARGV[1]
-    redis.call('HSET', KEYS[2], all[i], cjson.encode(t))
+    put(all[i], t)
     table.insert(cancelled, all[i])
   elseif not terminal(t.status) then
     table.insert(running, all[i])
