@@ -165,10 +165,20 @@ export async function startHost(options: HostOptions): Promise<Host> {
     workers.set(
       queue,
       track(
-        new Worker(queue, (job, token, signal) => processor(job, token, signal), {
-          ...workerOptions,
-          concurrency,
-        }),
+        new Worker(
+          queue,
+          async (job, token, signal) => {
+            try {
+              return await processor(job, token, signal);
+            } catch (error) {
+              // A job handed back (moveToDelayed + DelayedError) ends neither completed nor failed,
+              // so no event would drop it: without this, `running` in the registry only grows.
+              if ((error as Error).name === 'DelayedError') active.delete(job.id ?? '');
+              throw error;
+            }
+          },
+          { ...workerOptions, concurrency },
+        ),
       ),
     );
   };
