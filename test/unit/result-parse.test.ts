@@ -268,7 +268,10 @@ describe('splitOutputs', () => {
   it.each([
     ['src/a.ts, src/b.ts', ['src/a.ts', 'src/b.ts']],
     ['- `src/a.ts`\n* "src/b.ts"\n1. src/c.ts', ['src/a.ts', 'src/b.ts', 'src/c.ts']],
-    ['- `src/a.ts` — created\n- src/b.ts - updated the tests\n- src/c.ts (new)', ['src/a.ts', 'src/b.ts', 'src/c.ts']],
+    [
+      '- `src/a.ts` — created\n- src/b.ts - updated the tests\n- src/c.ts (new)',
+      ['src/a.ts', 'src/b.ts', 'src/c.ts'],
+    ],
     ['None', []],
     ['none.', []],
     ['', []],
