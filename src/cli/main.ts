@@ -24,7 +24,7 @@ Usage:
   flotilla adapters check [DIR] [--json]
   flotilla validate <mission.yaml> [--json]
   flotilla board [--port N] [--host ADDR]
-  flotilla plan "<goal>" [-o FILE] [--workspace DIR] [--run]
+  flotilla plan "<goal>" [-o FILE] [--workspace DIR] [--adapters DIR] [--run]
 
 Environment: REDIS_URL, FLOTILLA_PREFIX, FLOTILLA_ADAPTERS, FLOTILLA_AGENTS, FLOTILLA_SECRET,
 FLOTILLA_BOARD_USER, FLOTILLA_BOARD_PASSWORD, FLOTILLA_HOME, FLOTILLA_LOCK_MS, FLOTILLA_OTEL, LOG_LEVEL.
