@@ -38,7 +38,7 @@ export async function integrationCommit(cache: RepoCache, missionId: string): Pr
 
 export async function checkoutAttempt(options: CheckoutAttemptOptions): Promise<AttemptCheckout> {
   const { cache, missionId, taskId, attempt } = options;
-  await cache.fetch();
+  await cache.fetch([integrationBranch(missionId)]);
   const baseCommit = await integrationCommit(cache, missionId);
   const branch = attemptBranch(missionId, taskId, attempt);
   const dir = uniqueWorkDir(options.workRoot, missionId, `${taskId}-a${attempt}`);
@@ -62,7 +62,7 @@ export interface VerifyCheckout {
 
 export async function checkoutForVerify(options: CheckoutForVerifyOptions): Promise<VerifyCheckout> {
   const { cache, branch } = options;
-  await cache.fetch();
+  await cache.fetch([branch]);
   const commit = await cache.remoteCommit(branch);
   if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
   const segments = branch.replace(/^flotilla\//, '').split('/');
@@ -91,8 +91,8 @@ export const DEFAULT_DIFF_CAP = 100_000;
 export async function diffAgainstIntegration(options: DiffAgainstIntegrationOptions): Promise<string> {
   const { cache, missionId, branch } = options;
   const cap = options.maxChars ?? DEFAULT_DIFF_CAP;
-  await cache.fetch();
   const integration = integrationBranch(missionId);
+  await cache.fetch([integration, branch]);
   for (const name of [integration, branch]) {
     if (!(await cache.remoteCommit(name)))
       throw new FlotillaError('git/failed', `${cache.repo}: branch ${name} not found`);

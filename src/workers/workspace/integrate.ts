@@ -107,7 +107,7 @@ async function integrateOnce(options: IntegrateAttemptOptions): Promise<Integrat
   const { cache, missionId, branch } = options;
   const maxTries = options.maxTries ?? 8;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
-    await cache.fetch();
+    await cache.fetch([integrationBranch(missionId), branch]);
     const base = await integrationCommit(cache, missionId);
     const attemptCommit = await cache.remoteCommit(branch);
     if (!attemptCommit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
