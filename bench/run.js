@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+/**
+ * flotilla's benchmarks (docs/BENCHMARKS.md). `npm run bench` builds and runs them all at their
+ * default sizes; pick some and scale them with flags:
+ *
+ *   node bench/run.js                               # all, default sizes (about 15 minutes here)
+ *   node bench/run.js overhead --n 200 --runs 3 --critic both
+ *   node bench/run.js schedule --runs 3 --seed 7
+ *   node bench/run.js scale --sizes 1000,10000 --e2e 400 --workers 2 --missions 200
+ *   node bench/run.js recovery --runs 3 --locks 30000,5000
+ *   node bench/run.js bullmq                        # raw BullMQ on this machine, for calibration
+ *   node bench/run.js … --json results.json         # also write every figure as JSON
+ *
+ * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
+ */
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { machine } from './lib/machine.js';
+
+const BENCHMARKS = {
+  bullmq: () => import('./bullmq.js'),
+  overhead: () => import('./overhead.js'),
+  schedule: () => import('./schedule.js'),
+  scale: () => import('./scale.js'),
+  recovery: () => import('./recovery.js'),
+};
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    n: { type: 'string' },
+    runs: { type: 'string' },
+    slots: { type: 'string' },
+    critic: { type: 'string' },
+    variants: { type: 'string' },
+    'no-profile': { type: 'boolean' },
+    'profile-n': { type: 'string' },
+    tasks: { type: 'string' },
+    seed: { type: 'string' },
+    sizes: { type: 'string' },
+    e2e: { type: 'string' },
+    workers: { type: 'string' },
+    missions: { type: 'string' },
+    'mission-tasks': { type: 'string' },
+    locks: { type: 'string' },
+    json: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+
+if (values.help) {
+  console.log(`usage: node bench/run.js [${Object.keys(BENCHMARKS).join('|')} …] [--n N] [--runs R] [--json FILE]
+  overhead  --n 200 --runs 3 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 40 --no-profile
+  schedule  --tasks 30 --slots 4 --runs 3 --seed 1
+  scale     --sizes 1000,10000 --e2e 300 --workers 2 --missions 200 --mission-tasks 1 --runs 1
+  recovery  --runs 3 --locks 30000,5000
+  bullmq    --n 10000 --runs 3`);
+  process.exit(0);
+}
+
+const int = (value) => (value === undefined ? undefined : Number.parseInt(value, 10));
+const list = (value) =>
+  value === undefined ? undefined : value.split(',').map((v) => Number.parseInt(v, 10));
+const options = {
+  n: int(values.n),
+  runs: int(values.runs),
+  slots: int(values.slots),
+  critic: values.critic,
+  variants: values.variants?.split(','),
+  profile: values['no-profile'] ? false : undefined,
+  profileN: int(values['profile-n']),
+  tasks: int(values.tasks),
+  seed: int(values.seed),
+  sizes: list(values.sizes),
+  e2e: int(values.e2e),
+  workers: int(values.workers),
+  missions: int(values.missions),
+  missionTasks: int(values['mission-tasks']),
+  locks: list(values.locks),
+};
+
+const unknown = positionals.filter((name) => !(name in BENCHMARKS));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark: ${unknown.join(', ')} (known: ${Object.keys(BENCHMARKS).join(', ')})`);
+  process.exit(2);
+}
+const chosen = positionals.length > 0 ? positionals : ['bullmq', 'overhead', 'schedule', 'scale', 'recovery'];
+
+const report = { machine: await machine(), startedAt: new Date().toISOString(), results: {} };
+console.log(
+  `machine: ${report.machine.nproc} CPUs (${report.machine.cpu}), ${report.machine.memory} RAM, node ${report.machine.node}, ${report.machine.redis}, ${report.machine.git}, bullmq ${report.machine.bullmq}, load ${report.machine.load}`,
+);
+const started = performance.now();
+for (const name of chosen) {
+  const began = performance.now();
+  console.log(`\n=== ${name} ===`);
+  const module = await BENCHMARKS[name]();
+  report.results[name] = await module.run(options);
+  console.log(`(${name}: ${((performance.now() - began) / 1000).toFixed(0)} s)`);
+}
+report.seconds = (performance.now() - started) / 1000;
+console.log(`\nall done in ${report.seconds.toFixed(0)} s`);
+if (values.json) await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
+// Worker hosts leave timers (BullMQ, ioredis) behind for a moment; the report is complete.
+process.exit(0);

@@ -1,0 +1,193 @@
+/**
+ * Scheduling quality: a fixed random DAG (seeded) of 30 tasks that each sleep 1–3 s, on one host
+ * with 4 slots. The figure is makespan / max(critical path, work / slots), the classic lower bound.
+ *
+ * Beside flotilla's measured makespan, two schedules are computed arithmetically from the same
+ * DAG and durations (greedy list scheduling on `slots` machines, tasks in file order, no overhead):
+ *   list    DAG release, as flotilla does: a task starts when its own dependencies are done;
+ *   waves   a wave barrier: wave k (tasks whose longest dependency chain has k links) starts only
+ *           when every task of wave k-1 has finished.
+ * Where flotilla's time goes is read from its status: per task, the overhead (approval time minus
+ * start time minus the sleep) and the release delay (start minus the moment its last dependency
+ * was approved, or the submit for a root): overhead is per-task cost, release delay is scheduling.
+ */
+import { criticalPathMs } from '../dist/producer/dag.js';
+import { missionYaml, startFlotilla } from './lib/flotilla.js';
+import { startRedis } from './lib/redis.js';
+import {
+  createRandom,
+  fmt,
+  fmtStats,
+  printTable,
+  putSimOnPath,
+  summarize,
+  withDeadline,
+} from './lib/util.js';
+
+export const defaults = { tasks: 30, slots: 4, runs: 3, seed: 4 };
+
+/** Tasks `s01…` in file order; each depends on up to three earlier tasks. Durations 1.0–3.0 s in 100 ms steps. */
+export function randomDag(count, seed) {
+  const random = createRandom(seed);
+  const tasks = [];
+  for (let i = 0; i < count; i++) {
+    const id = `s${String(i + 1).padStart(2, '0')}`;
+    const deps = new Set();
+    if (i >= 3 && !random.chance(0.15)) {
+      const wanted = 1 + random.int(3);
+      for (let k = 0; k < wanted; k++) {
+        // Any earlier task: the graph then has both depth and width.
+        const back = 1 + random.int(i);
+        deps.add(tasks[i - back].id);
+      }
+    }
+    tasks.push({ id, dependsOn: [...deps], ms: 1_000 + 100 * random.int(21) });
+  }
+  return tasks;
+}
+
+/**
+ * Greedy list scheduling, event by event: whenever a slot is free, the first ready task in file
+ * order starts (ready: every dependency has finished). Returns the makespan.
+ */
+export function listSchedule(tasks, slots, duration = (t) => t.ms) {
+  const finished = new Set();
+  let running = [];
+  const pending = [...tasks];
+  let clock = 0;
+  let makespan = 0;
+  while (pending.length > 0 || running.length > 0) {
+    for (const done of running.filter((r) => r.end <= clock)) finished.add(done.id);
+    running = running.filter((r) => r.end > clock);
+    for (const task of [...pending]) {
+      if (running.length >= slots) break;
+      if (!task.dependsOn.every((d) => finished.has(d))) continue;
+      const end = clock + duration(task);
+      running.push({ id: task.id, end });
+      makespan = Math.max(makespan, end);
+      pending.splice(pending.indexOf(task), 1);
+    }
+    if (running.length === 0 && pending.length > 0) throw new Error('listSchedule: dependency cycle');
+    if (running.length > 0) clock = Math.min(...running.map((r) => r.end));
+  }
+  return makespan;
+}
+
+/** Wave barrier: each depth level list-scheduled on the slots, the next level after the last finish. */
+export function waveSchedule(tasks, slots, duration = (t) => t.ms) {
+  const level = new Map();
+  for (const task of tasks) level.set(task.id, 1 + Math.max(0, ...task.dependsOn.map((d) => level.get(d))));
+  let start = 0;
+  const depth = Math.max(...level.values());
+  for (let k = 1; k <= depth; k++) {
+    const wave = tasks.filter((t) => level.get(t.id) === k).map((t) => ({ ...t, dependsOn: [] }));
+    start += listSchedule(wave, slots, duration);
+  }
+  return start;
+}
+
+export function lowerBound(tasks, slots, duration = (t) => t.ms) {
+  const critical = criticalPathMs(tasks, duration);
+  const work = tasks.reduce((sum, t) => sum + duration(t), 0);
+  return { critical, work, bound: Math.max(critical, work / slots) };
+}
+
+async function runOnce(redisUrl, dag, slots) {
+  const cluster = await startFlotilla(redisUrl, { slots });
+  try {
+    const file = await cluster.writeMission(
+      missionYaml(
+        dag.map((t) => ({ id: t.id, deps: t.dependsOn, sleepMs: t.ms })),
+        'scheduling benchmark',
+      ),
+    );
+    const { id } = await cluster.client.submit(file);
+    const status = await withDeadline(
+      cluster.client.wait(id, { pollMs: 200 }),
+      15 * 60_000,
+      'schedule mission',
+    );
+    if (status.status !== 'done') throw new Error(`schedule mission ended ${status.status}`);
+    const created = Date.parse(status.createdAt);
+    const makespan = Date.parse(status.finishedAt) - created;
+    const byId = new Map(status.tasks.map((t) => [t.id, t]));
+    const time = (id, field) => Date.parse(byId.get(id)[field]);
+    const overhead = [];
+    const release = [];
+    for (const task of dag) {
+      // From the slot being taken (startedAt) to the gate's approval (finishedAt), minus the sleep.
+      overhead.push(time(task.id, 'finishedAt') - time(task.id, 'startedAt') - task.ms);
+      const ready = Math.max(created, ...task.dependsOn.map((d) => time(d, 'finishedAt')));
+      release.push(time(task.id, 'startedAt') - ready);
+    }
+    const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    return { makespan, overhead: mean(overhead), release: mean(release), releaseMax: Math.max(...release) };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+export async function run(options, log = console.log) {
+  putSimOnPath();
+  const count = options.tasks ?? defaults.tasks;
+  const slots = options.slots ?? defaults.slots;
+  const runs = options.runs ?? defaults.runs;
+  const seed = options.seed ?? defaults.seed;
+  const dag = randomDag(count, seed);
+  const lb = lowerBound(dag, slots);
+  const list = listSchedule(dag, slots);
+  const waves = waveSchedule(dag, slots);
+  const depth = criticalPathMs(dag, () => 1);
+  log(
+    `schedule: ${count} tasks (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s)`,
+  );
+  log(
+    `  nominal: work ${fmt(lb.work / 1000, 1)} s, work/slots ${fmt(lb.work / slots / 1000, 1)} s, critical path ${fmt(lb.critical / 1000, 1)} s → bound ${fmt(lb.bound / 1000, 1)} s`,
+  );
+  const measured = [];
+  const overheads = [];
+  const releases = [];
+  const redis = await startRedis();
+  try {
+    for (let r = 0; r < runs; r++) {
+      const result = await runOnce(redis.url, dag, slots);
+      measured.push(result.makespan);
+      overheads.push(result.overhead);
+      releases.push(result.release);
+      log(
+        `  run ${r + 1}: makespan ${fmt(result.makespan / 1000, 1)} s = ${fmt(result.makespan / lb.bound)} × bound; per task: overhead ${fmt(result.overhead / 1000, 2)} s, release delay ${fmt(result.release / 1000, 2)} s (max ${fmt(result.releaseMax / 1000, 2)} s)`,
+      );
+    }
+  } finally {
+    await redis.stop();
+  }
+  const ratio = summarize(measured.map((m) => m / lb.bound));
+  const result = {
+    seed,
+    tasks: count,
+    slots,
+    depth,
+    bound: lb,
+    list: { makespan: list, ratio: list / lb.bound },
+    waves: { makespan: waves, ratio: waves / lb.bound },
+    measured: { makespan: summarize(measured), ratio },
+    overheadMs: summarize(overheads),
+    releaseDelayMs: summarize(releases),
+  };
+  log('');
+  printTable(
+    [
+      ['schedule', 'makespan', 'makespan / bound'],
+      ['lower bound', `${fmt(lb.bound / 1000, 1)} s`, '1.00'],
+      ['DAG release, zero overhead (list)', `${fmt(list / 1000, 1)} s`, fmt(list / lb.bound)],
+      ['wave barrier, zero overhead', `${fmt(waves / 1000, 1)} s`, fmt(waves / lb.bound)],
+      ['flotilla, measured', fmtStats(summarize(measured.map((m) => m / 1000)), 1, 's'), fmtStats(ratio)],
+    ],
+    log,
+  );
+  log(`  flotilla / bound = ${fmtStats(ratio)} (target ≤ 1.15); waves / bound = ${fmt(waves / lb.bound)}`);
+  log(
+    `  mean per task: overhead ${fmtStats(summarize(overheads.map((o) => o / 1000)), 2, 's')}, release delay ${fmtStats(summarize(releases.map((o) => o / 1000)), 2, 's')}`,
+  );
+  return result;
+}
