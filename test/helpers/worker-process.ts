@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { ROOT } from './flotilla.js';
 
 /**
@@ -75,6 +75,8 @@ export interface WorkerProcess {
 }
 
 const started = new Set<WorkerProcess>();
+/** `flotilla` commands still running (a `submit --wait` a failed test never awaited). */
+const commands = new Set<ResultPromise>();
 
 /** The environment of a flotilla process: this one's, minus anything flotilla reads, plus `extra`. */
 export function flotillaEnv(
@@ -240,6 +242,8 @@ function tailOf(lines: readonly LogLine[], count = 25): string {
 
 /** For `afterAll`: every worker this file started is killed, with the CLIs it left behind. */
 export async function stopAllWorkers(): Promise<void> {
+  for (const command of commands) command.kill('SIGKILL');
+  await Promise.all([...commands].map((command) => command.catch(() => undefined)));
   await Promise.all([...started].map((worker) => worker.stop()));
 }
 
@@ -309,19 +313,19 @@ export async function runFlotilla(
     env?: Record<string, string | undefined>;
     cwd?: string;
     timeoutMs?: number;
-    signal?: AbortSignal;
   } = {},
 ): Promise<CliRun> {
   const startedAt = Date.now();
-  const result = await execa(process.execPath, [BIN, ...args], {
+  const command = execa(process.execPath, [BIN, ...args], {
     env: flotillaEnv(cluster, { LOG_LEVEL: 'warn', ...options.env }),
     extendEnv: false,
     cwd: options.cwd ?? ROOT,
     reject: false,
     stdin: 'ignore',
     timeout: options.timeoutMs ?? 60_000,
-    ...(options.signal ? { cancelSignal: options.signal } : {}),
   });
+  commands.add(command);
+  const result = await command.finally(() => commands.delete(command));
   return {
     exitCode: result.exitCode ?? -1,
     stdout: String(result.stdout ?? ''),

@@ -88,6 +88,20 @@ describe('hosts with different CLIs', () => {
     }
     expect(await integrationMerges(ws, id)).toHaveLength(3);
     for (const host of [a, b, c]) expect(errorLines(host)).toEqual([]);
+    // Once the mission is over no host counts a job as running, handed-back critic jobs included.
+    const idle = await until(
+      'every host to report nothing running',
+      async () => {
+        const now = lastJson<HostInfo[]>(await runFlotilla(stage.cluster, ['hosts', '--json']));
+        return now.every((h) => h.running === 0) ? now : undefined;
+      },
+      20_000,
+    ).catch(async () => lastJson<HostInfo[]>(await runFlotilla(stage.cluster, ['hosts', '--json'])));
+    expect(idle.map((h) => [h.hostId, h.running])).toEqual([
+      ['host-a', 0],
+      ['host-b', 0],
+      ['host-c', 0],
+    ]);
   });
 
   it('a task whose capability no live host serves waits with a reason, and runs once a host that serves it starts', async () => {
