@@ -3,8 +3,12 @@ import { dirname, join } from 'node:path';
 import { DelayedError, type Job } from 'bullmq';
 import type { Adapter } from '../shared/adapter.js';
 import {
+  type AttemptRef,
   attemptBranch,
+  attemptJobId,
   dispatchTaskId,
+  finalizeJobId,
+  JOBS,
   QUEUES,
   type RunJobData,
   type RunResult,
@@ -48,6 +52,23 @@ export function assertSigned(ctx: HostContext, job: Job): void {
     );
     throw new FlotillaError('job/unsigned', `job ${job.id}: payload signature missing or wrong; refused`);
   }
+  // The id is a function of the signed data, so a captured payload re-added under another id
+  // (to run an attempt twice) is refused too; under its own id BullMQ keeps the first job.
+  if (ctx.config.secret && job.id !== expectedJobId(job)) {
+    ctx.logger.error(
+      { jobId: job.id, queue: job.queueName },
+      'refusing job: id does not match its signed payload',
+    );
+    throw new FlotillaError('job/unsigned', `job ${job.id}: id does not match its signed payload; refused`);
+  }
+}
+
+function expectedJobId(job: Job): string | undefined {
+  const data = job.data as Partial<AttemptRef>;
+  if (job.name === JOBS.finalize) return data.missionId ? finalizeJobId(data.missionId) : undefined;
+  const stage = Object.values(JOBS).find((name) => name === job.name);
+  if (!stage || stage === JOBS.finalize || !data.missionId || !data.taskId || !data.attempt) return undefined;
+  return attemptJobId(data.missionId, data.taskId, data.attempt, stage);
 }
 
 /**

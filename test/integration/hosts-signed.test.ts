@@ -83,13 +83,13 @@ describe('signed jobs', () => {
       const reloaded = await Job.fromId(dispatch, failed.id ?? '');
       expect(reloaded?.failedReason).toContain('payload signature missing or wrong; refused');
     }
-    // A signature authenticates a payload; it does not stop a replay. Re-adding the original signed
-    // payload is accepted, but the attempt it names is settled, so the host runs nothing.
+    // A replay: the original signed payload re-added under another id. The id is a function of the
+    // signed data, so the host refuses it before anything runs.
     const replayed = await dispatch.add(JOBS.run, signed?.data, { jobId: `${id}.replayed` });
-    const done = await until('the replayed job to finish', async () =>
-      (await replayed.getState()) === 'completed' ? Job.fromId(dispatch, replayed.id ?? '') : undefined,
+    const refused = await until('the replayed job to be refused', async () =>
+      (await replayed.getState()) === 'failed' ? Job.fromId(dispatch, replayed.id ?? '') : undefined,
     );
-    expect(done?.returnvalue).toMatchObject({ outcome: 'failed', error: 'stale' });
+    expect(refused?.failedReason).toContain('id does not match its signed payload');
     expect(host.lines.filter((line) => line.msg === 'starting CLI' && line.missionId === id)).toHaveLength(1);
 
     // Nothing ran: no second attempt in the audit or the task state, no attempt branch a2.
@@ -97,7 +97,7 @@ describe('signed jobs', () => {
     expect(audit.filter((e) => e.attempt === 2)).toEqual([]);
     expect(byTask(await stage.client.status(id), 'one')).toMatchObject({ status: 'completed', attempts: 1 });
     const branches = await execa('git', ['-C', ws, 'branch', '--list', '--format=%(refname:short)']);
-    expect(branches.stdout).not.toContain('/one/a2');
+    expect(branches.stdout).not.toContain('.one.a2');
   });
 
   it('refuses a whole mission submitted without the secret: its task never starts', async () => {
