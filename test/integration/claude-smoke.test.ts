@@ -106,7 +106,7 @@ describe('scripted Messages API', () => {
   });
 });
 
-describe.skipIf(!existsSync(CLAUDE))('real claude -p', () => {
+describe('real claude -p', () => {
   it('writes the result file through its Write tool against a scripted Messages API', async () => {
     const repo = await tempDir('repo');
     const home = await tempDir('home');
