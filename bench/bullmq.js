@@ -88,7 +88,7 @@ async function once(redisUrl, n) {
 }
 
 export async function run(options, log = console.log) {
-  const n = options.n ?? defaults.n;
+  const n = options.jobs ?? defaults.n;
   const runs = options.runs ?? defaults.runs;
   log(
     `bullmq: raw BullMQ on this machine, ${n} jobs per scenario, ${runs} run(s), one redis-server, one connection`,

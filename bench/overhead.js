@@ -7,7 +7,8 @@
  *             `bash -c <criterion>` in a scratch folder. The floor: the processes the user asked for.
  *   bare+git  the same, plus the git work flotilla does per task, done with flotilla's own workspace
  *             functions (worktree from the integration branch, status, commit, push, verify
- *             worktree, merge + push into the integration branch).
+ *             worktree; then, in a second queue like flotilla's gates, merge + push into the
+ *             integration branch).
  *   flotilla  the mission through flotilla: 4 BullMQ jobs per task (run → verify → critic → gate),
  *             mission state in Redis, audit trail, prompt assembly, the same git work.
  *
@@ -50,7 +51,7 @@ import {
   withDeadline,
 } from './lib/util.js';
 
-export const defaults = { n: 200, runs: 3, slots: 4, critic: 'off', profileN: 40 };
+export const defaults = { n: 50, runs: 1, slots: 4, critic: 'off', profileN: 20 };
 
 const SIM_FLAGS = ['--model', 'sim-medium', '--output-format', 'json', '--prompt-file'];
 const REVIEW_FLAGS = [
@@ -120,6 +121,7 @@ async function runBare(redis, { n, slots, critic, git }) {
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
   const prefix = uniquePrefix('bare');
   const queue = new Queue('bare', { connection, prefix });
+  const gateQueue = new Queue('bare-gate', { connection, prefix });
   const started = now();
   let workspace;
   const missionId = `bare-${Date.now().toString(36)}`;
@@ -168,14 +170,20 @@ async function runBare(redis, { n, slots, critic, git }) {
         await review.cleanup();
       }
     }
+    // The merge is a job of its own, as flotilla's gate is: run slots are not held while merging.
+    await gateQueue.add('merge', { id, branch }, { jobId: `g${id}` });
+    return { ok: true };
+  };
+  const merge = async (job) => {
+    const cache = await openRepoCache({ repo: workspace.repo, cacheDir });
     const merged = await integrateAttempt({
       cache,
       missionId,
-      branch,
-      message: `bench: merge ${id}`,
+      branch: job.data.branch,
+      message: `bench: merge ${job.data.id}`,
       workRoot,
     });
-    if (!merged.ok) throw new Error(`merge conflict for ${id}`);
+    if (!merged.ok) throw new Error(`merge conflict for ${job.data.id}`);
     return { ok: true };
   };
   let completed = 0;
@@ -184,15 +192,22 @@ async function runBare(redis, { n, slots, critic, git }) {
   const allDone = new Promise((done) => {
     finish = done;
   });
-  const worker = new Worker('bare', processor, { connection, prefix, concurrency: slots });
-  worker.on('completed', () => {
+  const count = () => {
     completed += 1;
     if (completed === n) finish();
-  });
-  worker.on('failed', (_job, error) => {
+  };
+  const fail = (_job, error) => {
     failed = error;
     finish();
-  });
+  };
+  const worker = new Worker('bare', processor, { connection, prefix, concurrency: slots });
+  worker.on(git ? 'failed' : 'completed', git ? fail : count);
+  if (!git) worker.on('failed', fail);
+  const gateWorker = git
+    ? new Worker('bare-gate', merge, { connection, prefix, concurrency: Math.max(2, slots) })
+    : null;
+  gateWorker?.on('completed', count);
+  gateWorker?.on('failed', fail);
   await queue.addBulk(
     Array.from({ length: n }, (_, i) => ({
       name: 'task',
@@ -203,7 +218,9 @@ async function runBare(redis, { n, slots, critic, git }) {
   await withDeadline(allDone, 30 * 60_000, 'bare baseline');
   const seconds = (now() - started) / 1000;
   await worker.close();
+  await gateWorker?.close();
   await queue.close();
+  await gateQueue.close();
   connection.disconnect();
   await rm(root, { recursive: true, force: true });
   if (failed) throw failed;

@@ -4,11 +4,11 @@
  * default sizes; pick some and scale them with flags:
  *
  *   node bench/run.js                               # all, default sizes (about 15 minutes here)
- *   node bench/run.js overhead --n 200 --runs 3 --critic both
+ *   node bench/run.js overhead --n 200 --runs 3 --critic both   # the sizes docs/BENCHMARKS.md reports
  *   node bench/run.js schedule --runs 3 --seed 7
- *   node bench/run.js scale --sizes 1000,10000 --e2e 400 --workers 2 --missions 200
+ *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
  *   node bench/run.js recovery --runs 3 --locks 30000,5000
- *   node bench/run.js bullmq                        # raw BullMQ on this machine, for calibration
+ *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -29,6 +29,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     n: { type: 'string' },
+    jobs: { type: 'string' },
     runs: { type: 'string' },
     slots: { type: 'string' },
     critic: { type: 'string' },
@@ -50,11 +51,12 @@ const { values, positionals } = parseArgs({
 
 if (values.help) {
   console.log(`usage: node bench/run.js [${Object.keys(BENCHMARKS).join('|')} …] [--n N] [--runs R] [--json FILE]
-  overhead  --n 200 --runs 3 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 40 --no-profile
-  schedule  --tasks 30 --slots 4 --runs 3 --seed 1
-  scale     --sizes 1000,10000 --e2e 300 --workers 2 --missions 200 --mission-tasks 1 --runs 1
-  recovery  --runs 3 --locks 30000,5000
-  bullmq    --n 10000 --runs 3`);
+  overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
+  schedule  --tasks 30 --slots 4 --runs 2 --seed 4
+  scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
+  recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
+  bullmq    --jobs 10000 --runs 3
+  --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
 
@@ -63,6 +65,7 @@ const list = (value) =>
   value === undefined ? undefined : value.split(',').map((v) => Number.parseInt(v, 10));
 const options = {
   n: int(values.n),
+  jobs: int(values.jobs),
   runs: int(values.runs),
   slots: int(values.slots),
   critic: values.critic,
@@ -76,7 +79,7 @@ const options = {
   workers: int(values.workers),
   missions: int(values.missions),
   missionTasks: int(values['mission-tasks']),
-  locks: list(values.locks),
+  locks: values.locks?.split(','),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));

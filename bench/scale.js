@@ -40,10 +40,10 @@ import {
 
 export const defaults = {
   sizes: [1_000, 10_000],
-  e2e: 300,
+  e2e: 60,
   workers: 2,
   slots: 2,
-  missions: 200,
+  missions: 50,
   missionTasks: 1,
 };
 

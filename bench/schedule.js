@@ -24,7 +24,7 @@ import {
   withDeadline,
 } from './lib/util.js';
 
-export const defaults = { tasks: 30, slots: 4, runs: 3, seed: 4 };
+export const defaults = { tasks: 30, slots: 4, runs: 2, seed: 4 };
 
 /** Tasks `s01…` in file order; each depends on up to three earlier tasks. Durations 1.0–3.0 s in 100 ms steps. */
 export function randomDag(count, seed) {
