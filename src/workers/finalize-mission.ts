@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { FinalizeJobData } from '../shared/contracts.js';
 import { formatSummary } from '../shared/summary.js';
 import type { HostContext } from './host-context.js';
-import { assertSigned } from './run-attempt.js';
+import { assertSigned } from './job-guard.js';
 
 /**
  * Runs once per mission (deterministic job id) after the last task settled: writes the summary

@@ -14,7 +14,7 @@ import { RETENTION } from '../shared/queues.js';
 import { withSignature } from '../shared/signing.js';
 import { decideGate } from './gate-decision.js';
 import { type HostContext, loadMission } from './host-context.js';
-import { assertSigned } from './run-attempt.js';
+import { assertSigned } from './job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from './verify-attempt.js';
 import { integrateAttempt } from './workspace/integrate.js';
 import { openRepoCache } from './workspace/repo-cache.js';

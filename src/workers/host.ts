@@ -2,14 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Job, Worker } from 'bullmq';
-import type { Adapter } from '../shared/adapter.js';
 import type { Config } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { controlChannel } from '../shared/keys.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { MissionStore } from '../shared/mission-store.js';
 import { QueueSet } from '../shared/queues.js';
-import { createRedis, type RedisClient } from '../shared/redis.js';
+import { createRedis } from '../shared/redis.js';
 import { type HostInfo, publishHost, removeHost } from '../shared/registry.js';
 import { createTelemetry } from '../shared/telemetry.js';
 import { detectClis } from './adapters/detect.js';
@@ -17,9 +16,10 @@ import { loadAdaptersOrThrow } from './adapters/load-adapters.js';
 import { finalizeMission } from './finalize-mission.js';
 import { gateAttempt } from './gate-attempt.js';
 import type { HostCli, HostContext } from './host-context.js';
+import { MISSION_CANCELLED } from './job-guard.js';
 import { sweepMissions } from './reconcile.js';
 import { reviewAttempt } from './review-attempt.js';
-import { MISSION_CANCELLED, runAttempt } from './run-attempt.js';
+import { runAttempt } from './run-attempt.js';
 import { Semaphore } from './semaphore.js';
 import { verifyAttempt } from './verify-attempt.js';
 
@@ -279,5 +279,3 @@ export async function startHost(options: HostOptions): Promise<Host> {
     close,
   };
 }
-
-export type { Adapter, RedisClient };

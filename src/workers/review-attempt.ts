@@ -5,9 +5,9 @@ import type { CriticResult, StageJobData, VerifyResult } from '../shared/contrac
 import { FlotillaError } from '../shared/errors.js';
 import { listHosts, routableHosts } from '../shared/registry.js';
 import { type HostContext, loadMission, usableClis } from './host-context.js';
+import { assertSigned, MISSION_CANCELLED } from './job-guard.js';
 import { pickReviewer } from './match.js';
 import { buildInvocation, buildReviewPrompt, resolveModel } from './prompt.js';
-import { assertSigned, MISSION_CANCELLED } from './run-attempt.js';
 import { spawnCli, tail } from './spawn-cli.js';
 import { parseUsage } from './usage.js';
 import { parseVerdict } from './verdict.js';

@@ -1,25 +1,13 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { DelayedError, type Job } from 'bullmq';
-import type { Adapter } from '../shared/adapter.js';
-import {
-  type AttemptRef,
-  attemptBranch,
-  attemptJobId,
-  dispatchTaskId,
-  finalizeJobId,
-  JOBS,
-  QUEUES,
-  type RunJobData,
-  type RunResult,
-} from '../shared/contracts.js';
+import type { Job } from 'bullmq';
+import { attemptBranch, dispatchTaskId, type RunJobData, type RunResult } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import type { TaskSpec } from '../shared/mission.js';
 import { listHosts, routableHosts } from '../shared/registry.js';
-import { verifyPayload } from '../shared/signing.js';
 import { readAgentSettings } from './agent-file.js';
-import { type HostCli, type HostContext, loadMission, usableClis } from './host-context.js';
-import { matchCli } from './match.js';
+import { chooseCli, giveBack } from './choose-cli.js';
+import { type HostContext, loadMission } from './host-context.js';
+import { assertSigned, MISSION_CANCELLED } from './job-guard.js';
 import {
   assemblePrompt,
   buildInvocation,
@@ -39,62 +27,6 @@ import { removeWorktree } from './workspace/worktree.js';
 import { describeViolations, enforceWriteScope } from './workspace/write-scope.js';
 
 const CAP = 2_000;
-
-/** The abort reason a cancel message gives; any other reason (shutdown, lost lock) is not the task's end. */
-export const MISSION_CANCELLED = 'mission cancelled';
-
-/** Jobs whose payload fails its signature are refused, loudly, before anything runs. */
-export function assertSigned(ctx: HostContext, job: Job): void {
-  if (!verifyPayload(job.data as object, ctx.config.secret)) {
-    ctx.logger.error(
-      { jobId: job.id, queue: job.queueName },
-      'refusing job: payload signature missing or wrong',
-    );
-    throw new FlotillaError('job/unsigned', `job ${job.id}: payload signature missing or wrong; refused`);
-  }
-  // The id is a function of the signed data, so a captured payload re-added under another id
-  // (to run an attempt twice) is refused too; under its own id BullMQ keeps the first job.
-  if (ctx.config.secret && job.id !== expectedJobId(job)) {
-    ctx.logger.error(
-      { jobId: job.id, queue: job.queueName },
-      'refusing job: id does not match its signed payload',
-    );
-    throw new FlotillaError('job/unsigned', `job ${job.id}: id does not match its signed payload; refused`);
-  }
-}
-
-function expectedJobId(job: Job): string | undefined {
-  const data = job.data as Partial<AttemptRef>;
-  if (job.name === JOBS.finalize) return data.missionId ? finalizeJobId(data.missionId) : undefined;
-  const stage = Object.values(JOBS).find((name) => name === job.name);
-  if (!stage || stage === JOBS.finalize || !data.missionId || !data.taskId || !data.attempt) return undefined;
-  return attemptJobId(data.missionId, data.taskId, data.attempt, stage);
-}
-
-/**
- * Chooses this host's CLI for a run job: the pinned one, the internal adapter for
- * dispatch.internal, or the seed's matching over the CLIs this host can use now.
- */
-export function chooseCli(ctx: HostContext, data: RunJobData, task: TaskSpec): HostCli | null {
-  const usable = usableClis(ctx);
-  if (data.cli) return usable.find((c) => c.adapter.cli === data.cli) ?? null;
-  if (`dispatch.${data.capability}` === QUEUES.internal || data.capability === 'internal') {
-    return usable.find((c) => c.adapter.cli === ctx.internalCli) ?? null;
-  }
-  const servingQueue = usable.filter((c) => c.adapter.config.capabilities.includes(data.capability));
-  const match = matchCli(
-    { capability: task.capability, division: task.division, controlMode: task.controlMode },
-    servingQueue.map((c) => c.adapter),
-  );
-  const chosen = match.adapter ?? servingQueue[0]?.adapter;
-  return chosen ? (servingQueue.find((c) => c.adapter === chosen) ?? null) : null;
-}
-
-/** Moves the job back to its queue for `delayMs` without spending a task attempt. */
-async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
-  await job.moveToDelayed(Date.now() + delayMs, token);
-  throw new DelayedError();
-}
 
 export async function runAttempt(
   ctx: HostContext,
@@ -412,5 +344,3 @@ async function archiveDispatchFiles(dir: string, files: readonly string[]): Prom
     await rename(join(dir, file), join(archive, `${stamp}-${name}`)).catch(() => undefined);
   }
 }
-
-export type { Adapter };

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { type HostContext, loadMission } from './host-context.js';
-import { assertSigned } from './run-attempt.js';
+import { assertSigned } from './job-guard.js';
 import { spawnCli, tail } from './spawn-cli.js';
 import { checkoutForVerify } from './workspace/attempt-checkout.js';
 import { openRepoCache } from './workspace/repo-cache.js';

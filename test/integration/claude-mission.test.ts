@@ -13,7 +13,6 @@ import {
   userText,
   writeTurn,
 } from '../helpers/anthropic-server.js';
-import { CLAUDE_BIN } from '../helpers/claude-cli.js';
 import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**

@@ -10,7 +10,8 @@ import { classifyReply } from '../../src/workers/reply-patterns.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 /** Legion's published adapter files, read from the shared folder beside the repository (CI lays it there). */
-const LEGION = process.env.FLOTILLA_LEGION_FIXTURES ?? join(ROOT, '..', 'shared', 'fixtures', 'legion-adapters');
+const LEGION =
+  process.env.FLOTILLA_LEGION_FIXTURES ?? join(ROOT, '..', 'shared', 'fixtures', 'legion-adapters');
 /** Relative, so the expected problems read the way a person sees them. */
 const BAD = relative(process.cwd(), join(ROOT, 'test/fixtures/adapters-bad'));
 const OURS = join(ROOT, 'adapters');
