@@ -87,8 +87,8 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     patch.error = decision.reason;
     if (result.verdict) patch.score = result.verdict.score;
   } else if (decision.action === 'fail') {
-    patch.error =
-      `${decision.reason}${decision.feedback ? `: ${decision.feedback.split('\n')[0]}` : ''}`.slice(0, 500);
+    // The reason is the one line a person reads in `status`; the whole feedback stays beside it.
+    patch.error = decision.reason.slice(0, 500);
     patch.feedback = decision.feedback;
     if (result.verdict) patch.score = result.verdict.score;
   } else if (decision.action === 'pause') {

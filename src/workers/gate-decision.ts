@@ -53,12 +53,16 @@ export function decideGate(input: GateInput): GateDecision {
     return retryOrFail(task, attempt, formatRunFeedback(run), 'exit criteria were not run');
   }
   if (!result.verify.passed) {
-    const failing = result.verify.criteria.filter(isFailing).length;
+    const failing = result.verify.criteria.filter(isFailing);
+    const first = failing[0];
+    const firstText = first
+      ? ` (${clip(first.command)} ${first.timedOut ? 'timed out' : `exited ${first.exitCode ?? 'without a code'}`})`
+      : '';
     return retryOrFail(
       task,
       attempt,
       formatCriteriaFeedback(result.verify.criteria),
-      `exit criteria failed: ${failing} of ${result.verify.criteria.length}`,
+      `exit criteria failed: ${failing.length} of ${result.verify.criteria.length}${firstText}`,
     );
   }
   const verdict = result.verdict;

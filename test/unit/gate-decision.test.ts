@@ -129,7 +129,7 @@ describe('decideGate', () => {
     expect(decision).toMatchObject({
       action: 'retry',
       delayMs: 10_000,
-      reason: 'exit criteria failed: 2 of 3',
+      reason: 'exit criteria failed: 2 of 3 (npx tsc --noEmit exited 2)',
     });
     expect(decision.action === 'retry' && decision.feedback).toBe(
       [
@@ -142,7 +142,10 @@ describe('decideGate', () => {
 
   it('does not run the critic rules when criteria failed', () => {
     const decision = decide(result({ criteria: [fail], critic: { ran: false, verdict: undefined } }));
-    expect(decision).toMatchObject({ action: 'retry', reason: 'exit criteria failed: 1 of 1' });
+    expect(decision).toMatchObject({
+      action: 'retry',
+      reason: 'exit criteria failed: 1 of 1 (npx tsc --noEmit exited 2)',
+    });
   });
 
   it('retries when the exit criteria were not run', () => {
