@@ -41,9 +41,8 @@ export async function submitValidMission(
     stage: 'mission',
     message: `submitted: ${spec.tasks.length} tasks, workspace ${workspace.repo} at ${workspace.baseCommit.slice(0, 12)}, integration branch ${workspace.branch}`,
   });
-  for (const taskId of roots) {
-    const task = spec.tasks.find((t) => t.id === taskId);
-    if (task) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
+  for (const task of spec.tasks) {
+    if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
   }
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
   return { id, branch: workspace.branch, repo: workspace.repo };
