@@ -38,6 +38,7 @@ const { values, positionals } = parseArgs({
     'profile-n': { type: 'string' },
     tasks: { type: 'string' },
     seed: { type: 'string' },
+    stretch: { type: 'string' },
     sizes: { type: 'string' },
     e2e: { type: 'string' },
     workers: { type: 'string' },
@@ -52,7 +53,7 @@ const { values, positionals } = parseArgs({
 if (values.help) {
   console.log(`usage: node bench/run.js [${Object.keys(BENCHMARKS).join('|')} …] [--n N] [--runs R] [--json FILE]
   overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
-  schedule  --tasks 30 --slots 4 --runs 2 --seed 4
+  schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
@@ -74,6 +75,7 @@ const options = {
   profileN: int(values['profile-n']),
   tasks: int(values.tasks),
   seed: int(values.seed),
+  stretch: values.stretch === undefined ? undefined : Number(values.stretch),
   sizes: list(values.sizes),
   e2e: int(values.e2e),
   workers: int(values.workers),

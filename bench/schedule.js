@@ -24,7 +24,7 @@ import {
   withDeadline,
 } from './lib/util.js';
 
-export const defaults = { tasks: 30, slots: 4, runs: 2, seed: 4 };
+export const defaults = { tasks: 30, slots: 4, runs: 2, seed: 4, stretch: 1 };
 
 /** Tasks `s01…` in file order; each depends on up to three earlier tasks. Durations 1.0–3.0 s in 100 ms steps. */
 export function randomDag(count, seed) {
@@ -107,7 +107,12 @@ async function runOnce(redisUrl, dag, slots) {
       15 * 60_000,
       'schedule mission',
     );
-    if (status.status !== 'done') throw new Error(`schedule mission ended ${status.status}`);
+    if (status.status !== 'done') {
+      const bad = status.tasks
+        .filter((t) => t.status !== 'completed')
+        .map((t) => `${t.id}: ${t.status} ${t.error ?? ''}`);
+      throw new Error(`schedule mission ended ${status.status}: ${bad.slice(0, 3).join('; ')}`);
+    }
     const created = Date.parse(status.createdAt);
     const makespan = Date.parse(status.finishedAt) - created;
     const byId = new Map(status.tasks.map((t) => [t.id, t]));
@@ -133,13 +138,18 @@ export async function run(options, log = console.log) {
   const slots = options.slots ?? defaults.slots;
   const runs = options.runs ?? defaults.runs;
   const seed = options.seed ?? defaults.seed;
-  const dag = randomDag(count, seed);
+  // --stretch 10 makes the same DAG's tasks 10–30 s: how long tasks must be for the fixed
+  // per-task cost to fade. The stand-in's adapter stops a run after 60 s, so at most 19.
+  const stretch = options.stretch ?? defaults.stretch;
+  if (3_000 * stretch >= 57_000)
+    throw new Error('schedule: --stretch must keep tasks under the sim adapter’s 60 s timeout (≤ 19)');
+  const dag = randomDag(count, seed).map((t) => ({ ...t, ms: t.ms * stretch }));
   const lb = lowerBound(dag, slots);
   const list = listSchedule(dag, slots);
   const waves = waveSchedule(dag, slots);
   const depth = criticalPathMs(dag, () => 1);
   log(
-    `schedule: ${count} tasks (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s)`,
+    `schedule: ${count} tasks of ${fmt(stretch, 0)}–${fmt(3 * stretch, 0)} s (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s)`,
   );
   log(
     `  nominal: work ${fmt(lb.work / 1000, 1)} s, work/slots ${fmt(lb.work / slots / 1000, 1)} s, critical path ${fmt(lb.critical / 1000, 1)} s → bound ${fmt(lb.bound / 1000, 1)} s`,
@@ -164,6 +174,7 @@ export async function run(options, log = console.log) {
   const ratio = summarize(measured.map((m) => m / lb.bound));
   const result = {
     seed,
+    stretch,
     tasks: count,
     slots,
     depth,

@@ -113,8 +113,12 @@ export async function startMonitor(redisUrl, extraScripts = {}) {
     let key = command;
     if (command === 'evalsha') key = `evalsha ${names.get(String(args[1])) ?? String(args[1]).slice(0, 8)}`;
     else if (command === 'eval') {
-      const sha = createHash('sha1').update(String(args[1])).digest('hex');
-      key = `eval ${names.get(sha) ?? 'script'}`;
+      // MONITOR shows the script escaped, so it is recognised by a line of it, not by its hash.
+      const text = String(args[1]);
+      const known = Object.entries(extraScripts).find(([, lua]) =>
+        text.includes(lua.trim().split('\n').at(-2) ?? '\0'),
+      );
+      key = `eval ${known?.[0] ?? 'script'}`;
     }
     counts[key] = (counts[key] ?? 0) + 1;
     total += 1;
