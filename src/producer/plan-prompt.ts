@@ -268,7 +268,7 @@ function fencedBlocks(text: string): Block[] {
     const open = OPEN_FENCE.exec(lines[i] ?? '');
     if (!open) continue;
     const marker = open[1] ?? '```';
-    const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*$`);
+    const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*${'$'}`);
     const body: string[] = [];
     let j = i + 1;
     while (j < lines.length && !close.test(lines[j] ?? '')) body.push(lines[j++] ?? '');

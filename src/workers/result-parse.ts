@@ -57,12 +57,18 @@ const SECTION_NAMES: Readonly<Record<string, ResultSection>> = {
 const NAME = 'status|summary|outputs?|findings?|issues?|errors?';
 const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
 const HEADING_NAME = new RegExp(
-  `^(?:\\*\\*|__)?\\s*(${NAME})\\b\\s*(?:\\*\\*|__)?\\s*(?:[:\\-–—]\\s*(.*))?$`,
+  `^(?:\\*\\*|__)?\\s*(${NAME})\\b\\s*(?:\\*\\*|__)?\\s*(?:[:\\-–—]\\s*(.*))?${'$'}`,
   'i',
 );
-const BOLD_LINE = new RegExp(`^\\s*(?:[-*+]\\s+)?(\\*\\*|__)\\s*(${NAME})\\s*:?\\s*\\1\\s*:?\\s*(.*)$`, 'i');
-const BOLD_WHOLE = new RegExp(`^\\s*(?:[-*+]\\s+)?(\\*\\*|__)\\s*(${NAME})\\s*:\\s*(.*?)\\s*\\1\\s*$`, 'i');
-const PLAIN_LINE = new RegExp(`^\\s*(?:[-*+]\\s+)?(${NAME})\\s*:\\s*(.*)$`, 'i');
+const BOLD_LINE = new RegExp(
+  `^\\s*(?:[-*+]\\s+)?(\\*\\*|__)\\s*(${NAME})\\s*:?\\s*\\1\\s*:?\\s*(.*)${'$'}`,
+  'i',
+);
+const BOLD_WHOLE = new RegExp(
+  `^\\s*(?:[-*+]\\s+)?(\\*\\*|__)\\s*(${NAME})\\s*:\\s*(.*?)\\s*\\1\\s*${'$'}`,
+  'i',
+);
+const PLAIN_LINE = new RegExp(`^\\s*(?:[-*+]\\s+)?(${NAME})\\s*:\\s*(.*)${'$'}`, 'i');
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
 const AGENT_OPEN = /^[ \t]*<agent-result>/gim;
 
