@@ -89,7 +89,7 @@ function readFrontMatter(lines: readonly string[]): FrontMatter | undefined {
 
 function findClosingFence(lines: readonly string[], from: number, marker: string): number | undefined {
   const char = marker[0] === '~' ? '~' : '`';
-  const closing = new RegExp(`^ {0,3}\\${char}{${marker.length},}\\s*$`);
+  const closing = new RegExp(`^ {0,3}\\${char}{${marker.length},}\\s*${'$'}`);
   for (let index = from; index < lines.length; index += 1) {
     if (closing.test(lines[index] ?? '')) return index;
   }
