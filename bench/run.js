@@ -9,6 +9,7 @@
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
  *   node bench/run.js recovery --runs 3 --locks 30000,5000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
+ *   node bench/run.js large-repo --repos empty,generated,linux --counts 8,40   # git cost on big trees
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -23,6 +24,7 @@ const BENCHMARKS = {
   schedule: () => import('./schedule.js'),
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
+  'large-repo': () => import('./large-repo.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -45,6 +47,8 @@ const { values, positionals } = parseArgs({
     missions: { type: 'string' },
     'mission-tasks': { type: 'string' },
     locks: { type: 'string' },
+    repos: { type: 'string' },
+    counts: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -57,6 +61,7 @@ if (values.help) {
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
+  large-repo --repos empty,generated,linux --counts 8,40 --slots 4   (large repos cached in ~/.cache/flotilla-bench)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
@@ -82,6 +87,8 @@ const options = {
   missions: int(values.missions),
   missionTasks: int(values['mission-tasks']),
   locks: values.locks?.split(','),
+  repos: values.repos?.split(','),
+  counts: list(values.counts),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));
