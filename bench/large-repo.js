@@ -37,10 +37,21 @@ async function oneCheckoutSeconds(source) {
   const dir = await mkdtemp(join(tmpdir(), 'flotilla-bench-checkout-'));
   try {
     const began = now();
-    await exec('git', ['--git-dir', source, 'worktree', 'add', '--quiet', '--detach', join(dir, 'tree'), 'HEAD']);
+    await exec('git', [
+      '--git-dir',
+      source,
+      'worktree',
+      'add',
+      '--quiet',
+      '--detach',
+      join(dir, 'tree'),
+      'HEAD',
+    ]);
     return (now() - began) / 1000;
   } finally {
-    await exec('git', ['--git-dir', source, 'worktree', 'remove', '--force', join(dir, 'tree')]).catch(() => {});
+    await exec('git', ['--git-dir', source, 'worktree', 'remove', '--force', join(dir, 'tree')]).catch(
+      () => {},
+    );
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -48,7 +59,10 @@ async function oneCheckoutSeconds(source) {
 async function runMission(cluster, workspace, n, label, shim) {
   const tasks = Array.from({ length: n }, (_, i) => ({ id: taskId(i + 1) }));
   const file = join(cluster.dir, `${label}.yaml`);
-  await writeFile(file, missionYaml(tasks, `large-repo ${label}`).replace('workspace: ./ws', `workspace: ${workspace}`));
+  await writeFile(
+    file,
+    missionYaml(tasks, `large-repo ${label}`).replace('workspace: ./ws', `workspace: ${workspace}`),
+  );
   await shim.reset();
   const started = now();
   const { id } = await cluster.client.submit(file);
@@ -97,13 +111,18 @@ export async function run(options, log = console.log) {
   const repos = options.repos ?? defaults.repos;
   const counts = options.counts ?? defaults.counts;
   const slots = options.slots ?? defaults.slots;
-  log(`large-repo: ${repos.join(', ')} × ${counts.join(', ')} tasks, 1 host × ${slots} slots, cold then warm, critic off`);
+  log(
+    `large-repo: ${repos.join(', ')} × ${counts.join(', ')} tasks, 1 host × ${slots} slots, cold then warm, critic off`,
+  );
   const sources = {};
   const trees = {};
   for (const kind of repos) {
     sources[kind] = await sourceRepo(kind, log);
     if (sources[kind]) {
-      trees[kind] = { ...(await repoStats(sources[kind])), checkoutSeconds: await oneCheckoutSeconds(sources[kind]) };
+      trees[kind] = {
+        ...(await repoStats(sources[kind])),
+        checkoutSeconds: await oneCheckoutSeconds(sources[kind]),
+      };
       log(
         `  ${kind}: ${trees[kind].files} files, ${fmt(trees[kind].mib, 0)} MiB packed, ${trees[kind].commits} commits; one full checkout ${fmt(trees[kind].checkoutSeconds, 1)} s`,
       );

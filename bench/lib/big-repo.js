@@ -64,7 +64,8 @@ async function writeStream(stdin, { seed, files, commits, filesPerCommit }) {
   const random = seededStream(seed);
   const pick = seededStream(seed + 1_000_003);
   // A failing fast-import surfaces through its exit code; here only the pipe's backpressure matters.
-  const write = (chunk) => (stdin.write(chunk) ? undefined : new Promise((done) => stdin.once('drain', done)));
+  const write = (chunk) =>
+    stdin.write(chunk) ? undefined : new Promise((done) => stdin.once('drain', done));
   const blob = async (path, text) => {
     const body = Buffer.from(text);
     await write(`M 100644 inline ${path}\ndata ${body.length}\n`);
@@ -99,7 +100,10 @@ async function writeStream(stdin, { seed, files, commits, filesPerCommit }) {
 
 async function fastImport(dir, options) {
   await exec('git', ['init', '--quiet', '--bare', '--initial-branch=main', dir]);
-  const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: dir, stdio: ['pipe', 'inherit', 'inherit'] });
+  const child = spawn('git', ['fast-import', '--quiet', '--done'], {
+    cwd: dir,
+    stdio: ['pipe', 'inherit', 'inherit'],
+  });
   const exited = new Promise((done, fail) => {
     child.on('error', fail);
     child.on('exit', (code) => (code === 0 ? done() : fail(new Error(`git fast-import exited ${code}`))));
@@ -133,9 +137,13 @@ export async function generatedRepo(options = {}, log = console.log) {
 
 /** Debian's linux-source tarball imported as one commit (bare), made on first use. */
 export async function linuxRepo(log = console.log) {
-  const tarball = (await readdir('/usr/src').catch(() => [])).find((f) => /^linux-source-.*\.tar\.xz$/.test(f));
+  const tarball = (await readdir('/usr/src').catch(() => [])).find((f) =>
+    /^linux-source-.*\.tar\.xz$/.test(f),
+  );
   if (!tarball) {
-    throw new Error('no /usr/src/linux-source-*.tar.xz: run `apt-get update && apt-get install -y linux-source`');
+    throw new Error(
+      'no /usr/src/linux-source-*.tar.xz: run `apt-get update && apt-get install -y linux-source`',
+    );
   }
   const name = `${tarball.replace(/\.tar\.xz$/, '')}.git`;
   return cached(join(benchCacheDir(), name), async (dir) => {
