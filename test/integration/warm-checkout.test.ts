@@ -1,0 +1,208 @@
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CheckoutPool, checkoutPool } from '../../src/workers/workspace/checkout-pool.js';
+import { runGit } from '../../src/workers/workspace/git.js';
+import { openRepoCache, type RepoCache } from '../../src/workers/workspace/repo-cache.js';
+import {
+  type CommandOutcome,
+  describeSetupFailure,
+  ensureSetup,
+  leaseCheckout,
+  type SetupFailure,
+} from '../../src/workers/workspace/warm-checkout.js';
+
+let root: string;
+let counter = 0;
+const scratch = (name: string) => join(root, `${name}-${++counter}`);
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-warm-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const git = async (cwd: string, ...args: string[]) => (await runGit(args, { cwd })).stdout.trim();
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
+
+const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
+
+/** A repo with a tracked file, a .gitignore for node_modules/ and dist/, and a lockfile. */
+async function repo(): Promise<{ dir: string; base: string }> {
+  const dir = scratch('repo');
+  await mkdir(join(dir, 'src'), { recursive: true });
+  await writeFile(join(dir, 'src', 'a.txt'), 'original\n');
+  await writeFile(join(dir, '.gitignore'), 'node_modules/\ndist/\n');
+  await writeFile(join(dir, 'package-lock.json'), '{"v":1}\n');
+  await git(dir, 'init', '--quiet', '--initial-branch=main');
+  await git(dir, 'add', '-A');
+  await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
+  return { dir, base: await git(dir, 'rev-parse', 'HEAD') };
+}
+
+const caches = new Map<CheckoutPool, RepoCache>();
+async function pool(repoDir: string, keep = 1): Promise<CheckoutPool> {
+  const cache = await openRepoCache({ repo: repoDir, cacheDir: scratch('cache') });
+  const p = await checkoutPool(cache, { root: scratch('checkouts'), keep });
+  caches.set(p, cache);
+  return p;
+}
+
+async function bash(command: string, cwd: string): Promise<CommandOutcome> {
+  const r = await execa('bash', ['-c', command], { cwd, reject: false, all: true });
+  return { exitCode: r.exitCode ?? null, timedOut: false, output: r.all ?? '' };
+}
+
+describe('warm checkouts', () => {
+  it('reuses one checkout across attempts without leaking any file of an earlier attempt', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir);
+    const first = await leaseCheckout(p, base, undefined);
+    // Attempt 1 edits a tracked file, adds untracked, ignored and audit files, and commits some.
+    await writeFile(join(first.dir, 'src', 'a.txt'), 'changed by attempt 1\n');
+    await writeFile(join(first.dir, 'new.txt'), 'attempt 1\n');
+    await mkdir(join(first.dir, 'dist'), { recursive: true });
+    await writeFile(join(first.dir, 'dist', 'out.js'), 'built by attempt 1\n');
+    await mkdir(join(first.dir, '.planning', 'dispatch'), { recursive: true });
+    await writeFile(join(first.dir, '.planning', 'dispatch', 't-a1-PROMPT.md'), 'prompt\n');
+    await git(first.dir, 'add', 'new.txt');
+    await git(first.dir, ...ID, 'commit', '--quiet', '-m', 'attempt 1');
+    await writeFile(join(first.dir, 'late.txt'), 'written after the commit\n');
+    const firstDir = first.dir;
+    await first.release();
+
+    const second = await leaseCheckout(p, base, undefined);
+    expect(second.dir).toBe(firstDir);
+    expect(second.fresh).toBe(false);
+    expect(await readFile(join(second.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    for (const leaked of ['new.txt', 'late.txt', 'dist', '.planning']) {
+      expect(await exists(join(second.dir, leaked)), leaked).toBe(false);
+    }
+    expect(await git(second.dir, 'rev-parse', 'HEAD')).toBe(base);
+    expect(await git(second.dir, 'status', '--porcelain', '--ignored')).toBe('');
+    await second.release();
+  });
+
+  it('never hands one checkout to two jobs at once; the second waits for the release', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const first = await leaseCheckout(p, base, undefined);
+    let secondDir: string | undefined;
+    const second = leaseCheckout(p, base, undefined).then((lease) => {
+      secondDir = lease.dir;
+      return lease;
+    });
+    await new Promise((done) => setTimeout(done, 300));
+    expect(secondDir).toBeUndefined();
+    expect(p.counts()).toEqual({ idle: 0, leased: 1, parked: 0 });
+    await first.release();
+    const lease = await second;
+    expect(lease.dir).toBe(first.dir);
+    await lease.release();
+  });
+
+  it('parks the run checkout for its verify, which claims it as left; other attempts cannot', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 2);
+    const run = await leaseCheckout(p, base, undefined);
+    await writeFile(join(run.dir, 'work.txt'), 'done\n');
+    await git(run.dir, 'add', '-A');
+    await git(run.dir, ...ID, 'commit', '--quiet', '-m', 'work');
+    const commit = await git(run.dir, 'rev-parse', 'HEAD');
+    run.park('m/t/1', commit);
+    run.park('m/t/1', 'again'); // a second end of one lease is ignored
+    expect(p.claim('m/t/2', commit)).toBeNull();
+    expect(p.claim('m/t/1', base)).toBeNull();
+    const verify = p.claim('m/t/1', commit);
+    expect(verify?.dir).toBe(run.dir);
+    expect(p.claim('m/t/1', commit)).toBeNull(); // claimed once
+    expect(await readFile(join(run.dir, 'work.txt'), 'utf8')).toBe('done\n');
+    await verify?.release();
+    expect(p.counts()).toEqual({ idle: 1, leased: 0, parked: 0 });
+  });
+
+  it('discards a checkout whose reset fails and gives a clean one instead', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const first = await leaseCheckout(p, base, undefined);
+    await writeFile(join(first.dir, 'stale.txt'), 'from attempt 1\n');
+    // A lock file left by a killed git makes every later checkout in this worktree fail.
+    const gitDir = await git(first.dir, 'rev-parse', '--absolute-git-dir');
+    await writeFile(join(gitDir, 'index.lock'), '');
+    const brokenDir = first.dir;
+    await first.release();
+
+    const second = await leaseCheckout(p, base, undefined);
+    expect(second.dir).not.toBe(brokenDir);
+    expect(await exists(brokenDir)).toBe(false);
+    expect(await exists(join(second.dir, 'stale.txt'))).toBe(false);
+    expect(await readFile(join(second.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    await second.release();
+  });
+
+  it('runs setup once per warm checkout, keeps its ignored output, and again after its input changes', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const log = join(root, `setup-log-${++counter}`);
+    const setup = {
+      commands: [`echo ran >> ${log}`, 'mkdir -p node_modules && echo dep > node_modules/dep.js'],
+      inputs: [],
+    };
+    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+
+    const a = await leaseCheckout(p, base, setup);
+    expect((await ensureSetup({ lease: a, commit: base, setup, runCommand: bash })).ran).toBe(true);
+    await mkdir(join(a.dir, 'dist'), { recursive: true });
+    await writeFile(join(a.dir, 'dist', 'agent.js'), 'an agent’s ignored output\n');
+    await a.release();
+
+    const b = await leaseCheckout(p, base, setup);
+    expect(b.dir).toBe(a.dir);
+    expect((await ensureSetup({ lease: b, commit: base, setup, runCommand: bash })).ran).toBe(false);
+    expect(await runs()).toBe(1);
+    expect(await readFile(join(b.dir, 'node_modules', 'dep.js'), 'utf8')).toBe('dep\n');
+    expect(await exists(join(b.dir, 'dist'))).toBe(false);
+    // The lockfile changes on the integration branch: the next attempt's setup runs again.
+    await writeFile(join(dir, 'package-lock.json'), '{"v":2}\n');
+    await git(dir, ...ID, 'commit', '--quiet', '-am', 'bump lock');
+    const next = await git(dir, 'rev-parse', 'HEAD');
+    await b.release();
+    await caches.get(p)?.fetch();
+    const c = await leaseCheckout(p, next, setup);
+    expect(c.dir).toBe(a.dir);
+    expect((await ensureSetup({ lease: c, commit: next, setup, runCommand: bash })).ran).toBe(true);
+    expect(await runs()).toBe(2);
+    await c.release();
+    // Other commands are another setup: nothing of the first is kept, and it runs.
+    const other = { commands: [`echo other >> ${log}`], inputs: [] };
+    const d = await leaseCheckout(p, next, other);
+    expect(await exists(join(d.dir, 'node_modules'))).toBe(false);
+    expect((await ensureSetup({ lease: d, commit: next, setup: other, runCommand: bash })).ran).toBe(true);
+    expect(await runs()).toBe(3);
+    await d.release();
+  });
+
+  it('a failing setup reports its command and output and runs again next time', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const setup = { commands: ['echo installing; echo "no such package" >&2; exit 7'], inputs: [] };
+    const a = await leaseCheckout(p, base, setup);
+    const first = await ensureSetup({ lease: a, commit: base, setup, runCommand: bash });
+    expect(first.failure).toMatchObject({ command: setup.commands[0], exitCode: 7 });
+    expect(first.failure?.tail).toContain('no such package');
+    expect(describeSetupFailure(first.failure as SetupFailure)).toMatch(
+      /^setup failed: \$ echo installing.* \(exit 7\)\n/,
+    );
+    await a.release();
+    const b = await leaseCheckout(p, base, setup);
+    expect((await ensureSetup({ lease: b, commit: base, setup, runCommand: bash })).ran).toBe(true);
+    await b.release();
+  });
+});
