@@ -3,16 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CheckoutPool, checkoutPool } from '../../src/workers/workspace/checkout-pool.js';
-import { runGit } from '../../src/workers/workspace/git.js';
-import { openRepoCache, type RepoCache } from '../../src/workers/workspace/repo-cache.js';
+import { type CheckoutPool, checkoutPool } from '../../src/workspace/checkout-pool.js';
+import { runGit } from '../../src/workspace/git.js';
+import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
 import {
   type CommandOutcome,
   describeSetupFailure,
   ensureSetup,
   leaseCheckout,
   type SetupFailure,
-} from '../../src/workers/workspace/warm-checkout.js';
+} from '../../src/workspace/warm-checkout.js';
 
 let root: string;
 let counter = 0;

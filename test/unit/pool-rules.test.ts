@@ -6,8 +6,8 @@ import {
   type EntryState,
   keepOnRelease,
   type PoolEntry,
-} from '../../src/workers/workspace/pool-rules.js';
-import { setupOutputs } from '../../src/workers/workspace/setup.js';
+} from '../../src/workspace/pool-rules.js';
+import { setupOutputs } from '../../src/workspace/setup.js';
 
 const NOW = 100_000;
 const limits = { keep: 2, stealAfterMs: 5_000 };
