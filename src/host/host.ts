@@ -125,6 +125,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     ),
     cacheDir: join(config.home, 'repos'),
     workRoot: join(config.home, 'work', hostId),
+    checkoutRoot: join(config.home, 'checkouts', hostId),
     disabled,
     coolingUntil,
     onAdvertisedChange: async () => {

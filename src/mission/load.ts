@@ -177,7 +177,7 @@ function normalizeMission(
     budgetUsd: data.defaults.budget_usd,
     agentsDir,
     agents,
-    tasks: data.tasks.map((task) => normalizeTask(task, data.defaults)),
+    tasks: data.tasks.map((task) => normalizeTask(task, data.defaults, data)),
   };
 }
 

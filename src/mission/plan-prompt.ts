@@ -100,6 +100,9 @@ const MISSION_HINTS: Record<keyof typeof missionSchema.shape, string> = {
   workspace: 'the workspace folder, relative to the mission file (see Workspace above)',
   base: 'the git branch to start from; leave out to use the repository HEAD',
   defaults: 'settings for every task (below); leave out unless the goal needs other values',
+  setup:
+    'commands that make a checkout ready before the agent and the criteria, like ["npm ci"]; only if the criteria need them',
+  setup_inputs: 'files whose change re-runs setup; leave out (the usual lockfiles)',
   tasks: `the list of ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks`,
 };
 
@@ -130,6 +133,8 @@ const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
   files: 'the files the task is expected to change',
   critic: 'whether a second agent reviews the work (default true for coding)',
   cli: 'leave out',
+  setup: "this task's own setup commands, replacing the mission's; leave out",
+  setup_inputs: 'leave out',
   control_mode: `overrides defaults.control_mode: ${CONTROL_MODES.join(', ')}`,
   max_attempts: 'overrides defaults.max_attempts',
   timeout: 'overrides defaults.timeout',

@@ -58,6 +58,8 @@ export const taskSchema = z
     max_attempts: z.number().int().min(1).max(20).optional(),
     timeout: duration.optional(),
     min_score: z.number().min(0).max(10).optional(),
+    setup: z.array(z.string().min(1)).optional(),
+    setup_inputs: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -67,6 +69,8 @@ export const missionSchema = z
     workspace: z.string().min(1).default('.'),
     base: z.string().min(1).optional(),
     defaults: defaultsSchema.default(() => defaultsSchema.parse({})),
+    setup: z.array(z.string().min(1)).optional(),
+    setup_inputs: z.array(z.string().min(1)).optional(),
     tasks: z.array(taskSchema).min(1, 'expected at least one task'),
   })
   .strict();
@@ -97,6 +101,11 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly minScore: number;
   readonly backoffMs: number;
+  /**
+   * Commands run in the checkout before the agent and before the criteria, cached per warm
+   * checkout by the hash of `inputs` (empty: the usual lockfiles). Absent: no setup.
+   */
+  readonly setup?: { readonly commands: readonly string[]; readonly inputs: readonly string[] };
 }
 
 /** A validated mission: what submit stores in Redis. */
@@ -113,8 +122,21 @@ export interface MissionSpec {
   readonly tasks: readonly TaskSpec[];
 }
 
-export function normalizeTask(task: TaskFile, defaults: MissionFile['defaults']): TaskSpec {
+/** The mission's `setup`/`setup_inputs`, which a task's own values replace field by field. */
+export interface MissionSetup {
+  readonly setup?: readonly string[];
+  readonly setup_inputs?: readonly string[];
+}
+
+export function normalizeTask(
+  task: TaskFile,
+  defaults: MissionFile['defaults'],
+  mission: MissionSetup = {},
+): TaskSpec {
+  const commands = task.setup ?? mission.setup ?? [];
+  const inputs = task.setup_inputs ?? mission.setup_inputs ?? [];
   return {
+    ...(commands.length > 0 ? { setup: { commands, inputs } } : {}),
     id: task.id,
     title: task.title,
     description: task.description,

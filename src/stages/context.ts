@@ -26,6 +26,8 @@ export interface HostContext {
   readonly cliSlots: ReadonlyMap<string, Semaphore>;
   readonly cacheDir: string;
   readonly workRoot: string;
+  /** This host's warm checkouts, one pool per repo cache below it. */
+  readonly checkoutRoot: string;
   /** CLIs this host stopped advertising, with the CLI's own message. */
   readonly disabled: Map<string, string>;
   /** CLIs cooling down after a rate limit, until a time in ms. */

@@ -7,8 +7,10 @@ import { pickReviewer } from '../../queue/match.js';
 import type { CriticResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { listHosts, routableHosts } from '../../store/registry.js';
-import { checkoutForVerify, diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
+import { diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
+import { attemptKey, type CommitCheckout, leaseAtCommit } from '../../workspace/stage-checkout.js';
+import { poolPlace } from '../checkout.js';
 import { type HostContext, loadMission, usableClis } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
 import { buildInvocation, buildReviewPrompt, resolveModel } from '../run/prompt.js';
@@ -72,11 +74,23 @@ export async function reviewAttempt(
 
   const release = await ctx.slots.acquire(signal);
   const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-  const checkout = await checkoutForVerify({
-    cache,
-    branch: verify.run.branch ?? '',
-    workRoot: ctx.workRoot,
-  });
+  let checkout: CommitCheckout;
+  try {
+    // The checkout verify parked for us on this host, or a warm one at the pushed commit.
+    checkout = await leaseAtCommit({
+      cache,
+      place: poolPlace(ctx),
+      key: attemptKey(missionId, taskId, attempt),
+      branch: verify.run.branch ?? '',
+      commit: verify.run.commit,
+      // Not run for a review, but named so the reset keeps setup's outputs for later attempts.
+      setup: task.setup,
+      signal,
+    });
+  } catch (error) {
+    release();
+    throw error;
+  }
   try {
     await ctx.store.mark(missionId, taskId, attempt, 'reviewing');
     await ctx.store.emit({
@@ -167,6 +181,6 @@ export async function reviewAttempt(
     };
   } finally {
     release();
-    await checkout.cleanup();
+    await checkout.lease.release();
   }
 }

@@ -9,12 +9,14 @@ import { parseUsage } from '../../agent/usage.js';
 import { attemptBranch, dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { listHosts, routableHosts } from '../../store/registry.js';
-import { checkoutAttempt } from '../../workspace/attempt-checkout.js';
+import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { commitAttempt } from '../../workspace/commit.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { snapshotChanges } from '../../workspace/snapshot-changes.js';
-import { removeWorktree } from '../../workspace/worktree.js';
+import { attemptKey, leaseForRun } from '../../workspace/stage-checkout.js';
+import { describeSetupFailure } from '../../workspace/warm-checkout.js';
 import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
+import { poolPlace, runSetup } from '../checkout.js';
 import { type HostContext, loadMission } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
 import { chooseCli, giveBack } from './choose-cli.js';
@@ -68,7 +70,9 @@ export async function runAttempt(
   const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId, cli: adapter.cli });
   const release = await ctx.slots.acquire(signal);
   const releaseCli = await (ctx.cliSlots.get(adapter.cli)?.acquire(signal) ?? Promise.resolve(() => {}));
-  let checkoutDir: string | undefined;
+  let lease: CheckoutLease | undefined;
+  // Set once the work is pushed: the checkout is then parked for this attempt's verify on this host.
+  let parkAt: string | undefined;
   try {
     const marked = await ctx.store.mark(missionId, taskId, attempt, 'running', {
       cli: adapter.cli,
@@ -88,8 +92,36 @@ export async function runAttempt(
     });
 
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-    const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
-    checkoutDir = checkout.dir;
+    const checkout = await leaseForRun({
+      cache,
+      place: poolPlace(ctx),
+      missionId,
+      setup: task.setup,
+      signal,
+    });
+    lease = checkout.lease;
+    const setup = await runSetup(checkout.lease, checkout.baseCommit, task, signal);
+    if (setup.failure) {
+      const error = describeSetupFailure(setup.failure);
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'run',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        message: `setup failed before ${adapter.displayName} started: $ ${setup.failure.command}`,
+        files: { 'setup.txt': setup.log },
+      });
+      return {
+        ...base,
+        cli: adapter.cli,
+        outcome: 'failed',
+        durationMs: Date.now() - started,
+        summary: 'setup failed',
+        error: error.slice(0, CAP),
+      };
+    }
     const state = await ctx.store.getTask(missionId, taskId);
     // Only the dependencies' handoffs are read: reading every task's state made each run O(tasks).
     const depStates = await Promise.all(task.dependsOn.map((dep) => ctx.store.getTask(missionId, dep)));
@@ -286,6 +318,7 @@ export async function runAttempt(
         'result.md': collected.text,
         'stdout.txt': tail(outcome.stdout, 20_000),
         'stderr.txt': tail(outcome.stderr, 20_000),
+        ...(setup.ran ? { 'setup.txt': setup.log } : {}),
       },
     });
     // collectResult's own line comes first (the agent's Errors, a timeout without a result): the
@@ -300,6 +333,7 @@ export async function runAttempt(
             .filter(Boolean)
             .join('\n')
         : undefined;
+    if (collected.outcome === 'done' && committed.commit) parkAt = committed.commit;
     return {
       outcome: collected.outcome,
       cli: adapter.cli,
@@ -318,7 +352,8 @@ export async function runAttempt(
   } finally {
     releaseCli();
     release();
-    if (checkoutDir) await removeWorktree(checkoutDir);
+    if (lease && parkAt) lease.park(attemptKey(missionId, taskId, attempt), parkAt);
+    else await lease?.release();
   }
 }
 

@@ -2,8 +2,9 @@ import type { Job } from 'bullmq';
 import { spawnCli, tail } from '../../agent/spawn.js';
 import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
-import { checkoutForVerify } from '../../workspace/attempt-checkout.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
+import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
+import { poolPlace, runSetup } from '../checkout.js';
 import { type HostContext, loadMission } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 
@@ -65,31 +66,43 @@ export async function verifyAttempt(
     message: `verifying ${task.exitCriteria.length} exit criteria`,
   });
   const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-  const checkout = await checkoutForVerify({ cache, branch: run.branch, workRoot: ctx.workRoot });
+  const key = attemptKey(missionId, taskId, attempt);
+  // On the host that ran the attempt this is the run's own checkout, parked for us: no fetch, no checkout.
+  const checkout = await leaseAtCommit({
+    cache,
+    place: poolPlace(ctx),
+    key,
+    branch: run.branch,
+    commit: run.commit,
+    setup: task.setup,
+    signal,
+  });
   const criteria: CriterionResult[] = [];
+  let setupLog = '';
+  let parkForCritic = false;
   try {
-    for (const command of task.exitCriteria) {
-      const outcome = await spawnCli({
-        command: 'bash',
-        args: ['-c', command],
-        cwd: checkout.dir,
-        timeoutMs: Math.min(CRITERION_TIMEOUT_MS, task.timeoutMs),
-        signal,
-        maxOutputBytes: 4 * 1024 * 1024,
-      });
-      const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
+    const setup = await runSetup(checkout.lease, checkout.commit, task, signal);
+    setupLog = setup.log;
+    if (setup.failure) {
+      // A failed setup fails the attempt like a failed criterion, and the criteria are not run.
       criteria.push({
-        command,
-        exitCode: outcome.exitCode,
-        timedOut: outcome.timedOut,
-        tail: tail(output, 1_500),
+        command: `setup: ${setup.failure.command}`,
+        exitCode: setup.failure.exitCode,
+        timedOut: setup.failure.timedOut,
+        tail: setup.failure.tail,
       });
+    } else {
+      for (const command of task.exitCriteria) {
+        criteria.push(await runCriterion(command, checkout.dir, task.timeoutMs, signal));
+      }
     }
+    parkForCritic = task.critic && !signal?.aborted && criteria.every(criterionPassed);
   } finally {
-    await checkout.cleanup();
+    if (parkForCritic) checkout.lease.park(key, checkout.commit);
+    else await checkout.lease.release();
   }
   if (signal?.aborted) throw new Error(`verify stopped: ${String(signal.reason ?? 'aborted')}`);
-  const passed = criteria.every((c) => c.exitCode === 0 && !c.timedOut);
+  const passed = criteria.every(criterionPassed);
   await ctx.store.audit(missionId, {
     at: new Date().toISOString(),
     taskId,
@@ -98,6 +111,7 @@ export async function verifyAttempt(
     host: ctx.hostId,
     message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')}`,
     files: {
+      ...(setupLog ? { 'setup.txt': setupLog } : {}),
       'criteria.txt': criteria
         .map(
           (c) =>
@@ -107,4 +121,24 @@ export async function verifyAttempt(
     },
   });
   return { run, ran: true, passed, criteria };
+}
+
+const criterionPassed = (c: CriterionResult) => c.exitCode === 0 && !c.timedOut;
+
+async function runCriterion(
+  command: string,
+  cwd: string,
+  taskTimeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<CriterionResult> {
+  const outcome = await spawnCli({
+    command: 'bash',
+    args: ['-c', command],
+    cwd,
+    timeoutMs: Math.min(CRITERION_TIMEOUT_MS, taskTimeoutMs),
+    signal,
+    maxOutputBytes: 4 * 1024 * 1024,
+  });
+  const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
+  return { command, exitCode: outcome.exitCode, timedOut: outcome.timedOut, tail: tail(output, 1_500) };
 }

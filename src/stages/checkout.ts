@@ -1,0 +1,42 @@
+/**
+ * What the run, verify and critic stages share about warm checkouts: where this host's pool lives,
+ * and running a task's setup in a checkout (the author's commands, `bash -c`, like criteria).
+ */
+import { spawnCli } from '../agent/spawn.js';
+import type { TaskSpec } from '../shared/mission.js';
+import type { CheckoutLease } from '../workspace/checkout-pool.js';
+import type { PoolPlace } from '../workspace/stage-checkout.js';
+import { ensureSetup, type SetupOutcome } from '../workspace/warm-checkout.js';
+import type { HostContext } from './context.js';
+
+/** Setup commands may take as long as a criterion; the task's timeout caps them further. */
+const SETUP_TIMEOUT_MS = 10 * 60_000;
+
+export function poolPlace(ctx: HostContext): PoolPlace {
+  return { root: ctx.checkoutRoot, keep: ctx.slots.size };
+}
+
+export function runSetup(
+  lease: CheckoutLease,
+  commit: string,
+  task: TaskSpec,
+  signal?: AbortSignal,
+): Promise<SetupOutcome> {
+  return ensureSetup({
+    lease,
+    commit,
+    setup: task.setup,
+    runCommand: async (command, cwd) => {
+      const outcome = await spawnCli({
+        command: 'bash',
+        args: ['-c', command],
+        cwd,
+        timeoutMs: Math.min(SETUP_TIMEOUT_MS, task.timeoutMs),
+        signal,
+        maxOutputBytes: 4 * 1024 * 1024,
+      });
+      const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
+      return { exitCode: outcome.exitCode, timedOut: outcome.timedOut || outcome.cancelled, output };
+    },
+  });
+}
