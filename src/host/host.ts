@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
-import type { HostCli, HostContext } from '../stages/context.js';
+import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
 import { gateAttempt } from '../stages/gate/processor.js';
@@ -21,6 +21,8 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { claimCheckoutRoot } from '../workspace/checkout-root.js';
+import { pruneHostCaches } from '../workspace/prune.js';
 import { sweepMissions } from './sweep.js';
 
 export interface HostOptions {
@@ -40,12 +42,16 @@ export interface HostOptions {
   readonly sweepMs?: number;
   /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
   readonly warnUnsigned?: boolean;
+  /** Prune this machine's host caches before serving (`flotilla worker` and `flotilla run` do). */
+  readonly pruneCaches?: boolean;
 }
 
 export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
   readonly capabilities: readonly string[];
+  /** The missions whose specs this host holds in memory (they are dropped once a mission ends). */
+  cachedMissions(): string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
   close(options?: { force?: boolean }): Promise<void>;
 }
@@ -111,6 +117,20 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const heartbeatMs = options.heartbeatMs ?? 5_000;
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
 
+  const checkoutRoot = await claimCheckoutRoot(config.home);
+  if (options.pruneCaches) {
+    const removed = await pruneHostCaches({
+      home: config.home,
+      ownRoot: checkoutRoot.dir,
+      keep: slots,
+      maxAgeMs: config.cacheMaxAgeMs,
+    }).catch((error: Error) => {
+      logger.warn({ err: error.message }, 'pruning host caches failed');
+      return [];
+    });
+    if (removed.length > 0) logger.info({ removed }, `pruned ${removed.length} host cache folder(s)`);
+  }
+
   const ctx: HostContext = {
     hostId,
     config,
@@ -125,7 +145,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     ),
     cacheDir: join(config.home, 'repos'),
     workRoot: join(config.home, 'work', hostId),
-    checkoutRoot: join(config.home, 'checkouts', hostId),
+    checkoutRoot: checkoutRoot.dir,
     disabled,
     coolingUntil,
     onAdvertisedChange: async () => {
@@ -222,6 +242,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const sweepMs = options.sweepMs ?? 30_000;
   const sweeper = setInterval(() => {
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
+    forgetEndedMissions(ctx).catch((error: Error) => logger.debug({ err: error.message }, 'forget failed'));
   }, sweepMs);
   sweeper.unref();
 
@@ -269,6 +290,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await subscriber.quit().catch(() => undefined);
       await queues.close();
       await redis.quit().catch(() => undefined);
+      await checkoutRoot.release();
     })();
     return closing;
   };
@@ -277,6 +299,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     hostId,
     clis,
     capabilities: servedCapabilities(),
+    cachedMissions: () => [...ctx.missions.keys()],
     close,
   };
 }

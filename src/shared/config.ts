@@ -31,8 +31,10 @@ const envSchema = z.object({
   FLOTILLA_SECRET: z.string().min(1).optional(),
   FLOTILLA_BOARD_USER: z.string().optional(),
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
-  /** Host caches (repo clones, attempt worktrees). */
+  /** Host caches (repo clones, warm checkouts). */
   FLOTILLA_HOME: z.string().optional(),
+  /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */
+  FLOTILLA_CACHE_DAYS: z.coerce.number().positive().default(14),
   /** BullMQ lock duration for CLI jobs; a crashed host's job moves on after about this long. */
   FLOTILLA_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   FLOTILLA_STALLED_INTERVAL_MS: z.coerce.number().int().positive().optional(),
@@ -53,6 +55,7 @@ export interface Config {
   readonly boardUser?: string;
   readonly boardPassword?: string;
   readonly home: string;
+  readonly cacheMaxAgeMs: number;
   readonly lockMs: number;
   readonly stalledIntervalMs: number;
   readonly otel: boolean;
@@ -76,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     boardUser: e.FLOTILLA_BOARD_USER,
     boardPassword: e.FLOTILLA_BOARD_PASSWORD,
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
+    cacheMaxAgeMs: e.FLOTILLA_CACHE_DAYS * 86_400_000,
     lockMs: e.FLOTILLA_LOCK_MS,
     stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? e.FLOTILLA_LOCK_MS,
     otel: e.FLOTILLA_OTEL,

@@ -46,6 +46,23 @@ export async function loadMission(ctx: HostContext, missionId: string): Promise<
   return record;
 }
 
+/**
+ * Drops the cached specs of missions that ended (done, failed, cancelled): the host that
+ * finalizes a mission forgets it at once, every other host here, on its periodic sweep, so a
+ * long-lived host does not keep every mission it ever served. A missing mission goes too.
+ */
+export async function forgetEndedMissions(ctx: HostContext): Promise<string[]> {
+  const forgotten: string[] = [];
+  for (const id of [...ctx.missions.keys()]) {
+    const status = await ctx.store.getMetaField(id, 'status');
+    if (status !== 'running') {
+      ctx.missions.delete(id);
+      forgotten.push(id);
+    }
+  }
+  return forgotten;
+}
+
 /** The CLIs usable right now: detected, not disabled, not cooling down. */
 export function usableClis(ctx: HostContext, now = Date.now()): HostCli[] {
   return ctx.clis.filter(

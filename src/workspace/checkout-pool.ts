@@ -10,7 +10,7 @@
  * a lost or re-routed verify never keeps it. State is in memory: a crashed process leaves only the
  * directories, which the next process finds again as idle checkouts (every lease resets first).
  */
-import { readdir, rm, stat } from 'node:fs/promises';
+import { readdir, rm, stat, utimes } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { runGit } from './git.js';
 import { canClaim, decideAcquire, type EntryState, keepOnRelease, type PoolEntry } from './pool-rules.js';
@@ -204,6 +204,9 @@ class PoolImpl implements CheckoutPool {
       // One finally ends a lease; a second call (a park after a release) must not free it twice.
       if (ended) return false;
       ended = true;
+      // The folder's time is the checkout's last use, by which a host prunes old ones (prune.ts).
+      const now = new Date();
+      void utimes(join(this.dir, id), now, now).catch(() => undefined);
       return true;
     };
     return {

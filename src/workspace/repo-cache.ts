@@ -3,7 +3,7 @@
  * checks out a worktree from it, so objects are downloaded once per host, not once per task.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { describeGitFailure, readGit, resolveCommit, retryOnLockContention, runGit } from './git.js';
@@ -58,6 +58,8 @@ function cacheKey(repo: string): string {
 
 /** Per-directory promise chains; module-level so two `openRepoCache` calls for one repo share them. */
 const chains = new Map<string, Promise<unknown>>();
+/** Caches whose use this process recorded already (once is enough: a process lives for hours). */
+const touched = new Set<string>();
 /** Clones in progress, so concurrent first uses in one process clone once. */
 const opening = new Map<string, Promise<void>>();
 
@@ -114,6 +116,12 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
     opening.set(dir, pending);
   }
   await pending;
+  if (!touched.has(dir)) {
+    // The directory's time is the cache's last use, by which a host prunes old caches (prune.ts).
+    touched.add(dir);
+    const now = new Date();
+    await utimes(dir, now, now).catch(() => undefined);
+  }
 
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => serialise(dir, task);
   const fetchArgs = ['fetch', '--prune', '--no-tags', '--quiet', 'origin'];

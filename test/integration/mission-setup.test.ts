@@ -64,7 +64,13 @@ describe('mission setup', () => {
 
   it('completes the tasks whose setup works; their criteria saw setup’s ignored output', () => {
     const byId = Object.fromEntries(status.tasks.map((t) => [t.id, t.status]));
-    expect(byId).toEqual({ a: 'completed', b: 'completed', bump: 'completed', after: 'completed', broken: 'failed' });
+    expect(byId).toEqual({
+      a: 'completed',
+      b: 'completed',
+      bump: 'completed',
+      after: 'completed',
+      broken: 'failed',
+    });
   });
 
   it('runs setup once for the warm checkout and once more after the lockfile changed', async () => {

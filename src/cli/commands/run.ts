@@ -62,6 +62,7 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
           logger,
           graceMs: 5_000,
           warnUnsigned: redis === undefined,
+          pruneCaches: i === 0,
         }),
       );
     }

@@ -27,6 +27,7 @@ export async function worker(
     internalCli: args.internalCli,
     logger,
     graceMs: args.graceMs,
+    pruneCaches: true,
   });
   if (host.clis.length === 0) {
     logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');

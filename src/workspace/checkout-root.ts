@@ -1,0 +1,75 @@
+/**
+ * Where a host keeps its warm checkouts: `<home>/checkouts/p<N>`, claimed with a lock file that
+ * names the owning process. Host ids change with every start, so a folder per host id would never
+ * be warm again after a restart and would pile up; a claimed slot is taken over by the next host
+ * once its owner is gone, checkouts and all, while two live processes never share one (their
+ * pools are in memory and would hand one checkout to two jobs).
+ */
+import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const claimed = new Set<string>();
+
+export function checkoutsDir(home: string): string {
+  return join(home, 'checkouts');
+}
+
+/** True when `pid` is a live process (signal 0 only checks; EPERM means alive but not ours). */
+export function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid in a slot's lock file, or null when there is none. */
+export async function lockOwner(lockFile: string): Promise<number | null> {
+  const text = await readFile(lockFile, 'utf8').catch(() => null);
+  return text === null ? null : Number.parseInt(text, 10);
+}
+
+/** True when nobody alive holds slot `name` (a folder `p<N>` under checkoutsDir). */
+export async function slotFree(dir: string, name: string): Promise<boolean> {
+  if (claimed.has(join(dir, name))) return false;
+  const owner = await lockOwner(join(dir, `${name}.lock`));
+  return owner === null || !processAlive(owner);
+}
+
+export interface CheckoutRoot {
+  readonly dir: string;
+  /** Gives the slot up (host closed); the checkouts stay for the next host. */
+  release(): Promise<void>;
+}
+
+/** Claims the lowest free slot. */
+export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
+  const dir = checkoutsDir(home);
+  await mkdir(dir, { recursive: true });
+  for (let n = 0; ; n++) {
+    const name = `p${n}`;
+    const root = join(dir, name);
+    const lock = join(dir, `${name}.lock`);
+    if (!(await slotFree(dir, name))) continue;
+    claimed.add(root);
+    // A dead owner's lock goes; of two processes racing for it, the exclusive create picks one.
+    const owner = await lockOwner(lock);
+    if (owner !== null) await unlink(lock).catch(() => undefined);
+    const handle = await open(lock, 'wx').catch(() => null);
+    if (!handle) {
+      claimed.delete(root);
+      continue;
+    }
+    await handle.writeFile(String(process.pid));
+    await handle.close();
+    return {
+      dir: root,
+      release: async () => {
+        if (!claimed.delete(root)) return;
+        if ((await lockOwner(lock)) === process.pid) await unlink(lock).catch(() => undefined);
+      },
+    };
+  }
+}
