@@ -75,8 +75,13 @@ async function runMission(cluster, workspace, n, label, shim) {
   const calls = await shim.read();
   const msBy = {};
   for (const call of calls) msBy[call.subcommand] = (msBy[call.subcommand] ?? 0) + call.ms;
+  // Full checkouts made: warm-pool checkouts (under checkouts/) and per-stage worktrees (elsewhere).
+  const adds = calls.filter((c) => c.subcommand === 'worktree add');
+  const poolAdds = adds.filter((c) => c.args.some((a) => a.includes('/checkouts/'))).length;
   return {
     seconds,
+    poolCheckouts: poolAdds,
+    otherWorktrees: adds.length - poolAdds,
     gitCalls: calls.length,
     gitMs: calls.reduce((sum, call) => sum + call.ms, 0),
     bySubcommand: countBy(calls, (c) => c.subcommand),
@@ -139,7 +144,7 @@ export async function run(options, log = console.log) {
           const r = pair[phase];
           results.push({ kind, n, phase, ...r });
           log(
-            `  ${kind.padEnd(9)} ${String(n).padStart(3)} tasks ${phase}: ${fmt(r.seconds, 1)} s, git ${fmt(r.gitCalls / n, 1)} processes and ${fmt(r.gitMs / n, 0)} ms per task`,
+            `  ${kind.padEnd(9)} ${String(n).padStart(3)} tasks ${phase}: ${fmt(r.seconds, 1)} s, git ${fmt(r.gitCalls / n, 1)} processes and ${fmt(r.gitMs / n, 0)} ms per task; full checkouts: ${r.poolCheckouts} warm-pool, ${r.otherWorktrees} other worktrees`,
           );
           log(`      git per task: ${top(r.bySubcommand, n)}`);
           log(`      git ms per task: ${top(r.msBySubcommand, n)}`);
@@ -154,7 +159,17 @@ export async function run(options, log = console.log) {
   log('');
   printTable(
     [
-      ['repo', 'tasks', 'phase', 'seconds', '/ empty', 'git procs/task', 'git ms/task'],
+      [
+        'repo',
+        'tasks',
+        'phase',
+        'seconds',
+        '/ empty',
+        'git procs/task',
+        'git ms/task',
+        'pool checkouts',
+        'other worktrees',
+      ],
       ...results.map((r) => [
         r.kind,
         r.n,
@@ -163,6 +178,8 @@ export async function run(options, log = console.log) {
         empty(r.n, r.phase) ? fmt(r.seconds / empty(r.n, r.phase).seconds, 2) : '—',
         fmt(r.gitCalls / r.n, 1),
         fmt(r.gitMs / r.n, 0),
+        r.poolCheckouts,
+        r.otherWorktrees,
       ]),
     ],
     log,

@@ -27,16 +27,14 @@ import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
 import { spawnCli } from '../dist/agent/spawn.js';
 import {
-  checkoutAttempt,
-  checkoutForVerify,
   commitAttempt,
   diffAgainstIntegration,
   enforceWriteScope,
   integrateAttempt,
   openRepoCache,
-  removeWorktree,
   snapshotChanges,
 } from '../dist/workspace/index.js';
+import { attemptKey, leaseAtCommit, leaseForRun } from '../dist/workspace/stage-checkout.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
 import { commandCalls, diffCalls, redisCpuSeconds, startRedis } from './lib/redis.js';
@@ -145,29 +143,37 @@ async function runBare(redis, { n, slots, critic, git }) {
     }
     // The git work of flotilla's run, verify, critic and gate stages, in the same order.
     const cache = await openRepoCache({ repo: workspace.repo, cacheDir });
-    const checkout = await checkoutAttempt({ cache, missionId, taskId: id, attempt: 1, workRoot });
+    // Warm checkouts as flotilla's stages use them: the run's is parked for its verify and critic.
+    const place = { root: join(root, 'checkouts'), keep: slots };
+    const key = attemptKey(missionId, id, 1);
+    const checkout = await leaseForRun({ cache, place, missionId });
     const branch = attemptBranch(missionId, id, 1);
+    let parkAt;
     try {
       await runAgent(checkout.dir, id, 'builder', critic);
       await snapshotChanges(checkout.dir);
       await enforceWriteScope({ dir: checkout.dir, readOnly: false });
-      await commitAttempt({ dir: checkout.dir, branch, message: `bench: ${id}` });
+      parkAt = (await commitAttempt({ dir: checkout.dir, branch, message: `bench: ${id}` })).commit;
     } finally {
-      await removeWorktree(checkout.dir);
+      if (parkAt) checkout.lease.park(key, parkAt);
+      else await checkout.lease.release();
     }
-    const verify = await checkoutForVerify({ cache, branch, workRoot });
+    const verify = await leaseAtCommit({ cache, place, key, branch, commit: parkAt });
+    let passed = false;
     try {
       await runCriterion(verify.dir, id);
+      passed = true;
     } finally {
-      await verify.cleanup();
+      if (passed && critic) verify.lease.park(key, verify.commit);
+      else await verify.lease.release();
     }
     if (critic) {
-      const review = await checkoutForVerify({ cache, branch, workRoot });
+      const review = await leaseAtCommit({ cache, place, key, branch, commit: parkAt });
       try {
         await diffAgainstIntegration({ cache, missionId, branch });
         await runAgent(review.dir, id, 'reviewer', critic);
       } finally {
-        await review.cleanup();
+        await review.lease.release();
       }
     }
     // The merge is a job of its own, as flotilla's gate is: run slots are not held while merging.

@@ -52,7 +52,7 @@ export async function installGitShim() {
       for (const line of text.split('\n')) {
         if (!line) continue;
         const [start, end, ...args] = line.split(' ');
-        calls.push({ ms: (Number(end) - Number(start)) * 1000, subcommand: gitSubcommand(args) });
+        calls.push({ ms: (Number(end) - Number(start)) * 1000, subcommand: gitSubcommand(args), args });
       }
       return calls;
     },
