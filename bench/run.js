@@ -49,6 +49,7 @@ const { values, positionals } = parseArgs({
     locks: { type: 'string' },
     repos: { type: 'string' },
     counts: { type: 'string' },
+    phases: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -61,7 +62,7 @@ if (values.help) {
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
-  large-repo --repos empty,generated,linux --counts 8,40 --slots 4   (large repos cached in ~/.cache/flotilla-bench)
+  large-repo --repos empty,generated,linux --counts 8,40 --slots 4 --phases cold,warm   (large repos cached in ~/.cache/flotilla-bench)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
@@ -89,6 +90,7 @@ const options = {
   locks: values.locks?.split(','),
   repos: values.repos?.split(','),
   counts: list(values.counts),
+  phases: values.phases?.split(','),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));
