@@ -118,6 +118,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
 
   const checkoutRoot = await claimCheckoutRoot(config.home);
+  if (checkoutRoot.orphansKilled.length > 0) {
+    logger.warn(
+      { pids: checkoutRoot.orphansKilled },
+      `killed ${checkoutRoot.orphansKilled.length} process(es) a dead host left running in ${checkoutRoot.dir}`,
+    );
+  }
   if (options.pruneCaches) {
     const removed = await pruneHostCaches({
       home: config.home,

@@ -5,7 +5,7 @@
  * once its owner is gone, checkouts and all, while two live processes never share one (their
  * pools are in memory and would hand one checkout to two jobs).
  */
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, readlink, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const claimed = new Set<string>();
@@ -40,6 +40,8 @@ export async function slotFree(dir: string, name: string): Promise<boolean> {
 
 export interface CheckoutRoot {
   readonly dir: string;
+  /** Pids of processes a dead owner left working in these checkouts, killed when the slot was taken. */
+  readonly orphansKilled: readonly number[];
   /** Gives the slot up (host closed); the checkouts stay for the next host. */
   release(): Promise<void>;
 }
@@ -64,7 +66,11 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
     }
     await handle.writeFile(String(process.pid));
     await handle.close();
+    // A dead owner's agents may live on (a host killed with SIGKILL does not take its CLIs' process
+    // groups along): they would write into checkouts this host hands to new attempts.
+    const orphans = owner !== null ? await killProcessesIn(root) : [];
     return {
+      orphansKilled: orphans,
       dir: root,
       release: async () => {
         if (!claimed.delete(root)) return;
@@ -72,4 +78,25 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
       },
     };
   }
+}
+
+/**
+ * Kills every process whose working directory is inside `dir` (Linux: /proc/<pid>/cwd; elsewhere
+ * nothing is found). Only called for a slot whose owner is dead, so nothing there is anyone's.
+ */
+export async function killProcessesIn(dir: string): Promise<number[]> {
+  const killed: number[] = [];
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => null);
+    if (cwd === null || (cwd !== dir && !cwd.startsWith(`${dir}/`))) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+      killed.push(Number(entry));
+    } catch {
+      // gone meanwhile, or not ours to signal
+    }
+  }
+  return killed;
 }

@@ -52,8 +52,21 @@ describe('checkout slots', () => {
     const dead = execa('true');
     await dead;
     await writeFile(join(home, 'checkouts', 'p2.lock'), String(dead.pid));
+    // …and an agent it left running in one of its checkouts is stopped before the slot is reused.
+    await mkdir(join(home, 'checkouts', 'p2', 'pool', 'c1'), { recursive: true });
+    const orphan = execa('sleep', ['60'], {
+      cwd: join(home, 'checkouts', 'p2', 'pool', 'c1'),
+      reject: false,
+    });
+    const bystander = execa('sleep', ['60'], { cwd: home, reject: false });
+    await new Promise((done) => setTimeout(done, 100));
     const d = await claimCheckoutRoot(home);
     expect(d.dir).toBe(join(home, 'checkouts', 'p2'));
+    expect(d.orphansKilled).toEqual([orphan.pid]);
+    expect((await orphan).signal).toBe('SIGKILL');
+    expect(bystander.exitCode).toBeNull();
+    bystander.kill();
+    await bystander;
     // A live process's lock does.
     await writeFile(join(home, 'checkouts', 'p3.lock'), String(process.ppid));
     const e = await claimCheckoutRoot(home);
