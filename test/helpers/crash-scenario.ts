@@ -55,8 +55,10 @@ export async function crashMidTask(stage: Stage, options: { lockMs?: number }): 
     async () => {
       const host = byTask(await stage.client.status(id), 'slow').host;
       const found = hosts.find((h) => h.hostId === host);
-      // The run's worktree is named after the task and attempt: `slow-a1`.
-      return found && cliProcesses(found.home).some((cli) => cli.cwd.includes('slow-a1')) ? found : undefined;
+      // The run's CLI is handed its prompt file, named after the task and attempt: `slow-a1-PROMPT.md`.
+      return found && cliProcesses(found.home).some((cli) => cli.args.includes('slow-a1-PROMPT'))
+        ? found
+        : undefined;
     },
     90_000,
   );
