@@ -104,7 +104,7 @@ describe('problems, one mistake at a time', () => {
           [
             5,
             'tasks[0].dependson',
-            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score)",
+            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score, setup, setup_inputs)",
           ],
         ],
       },
@@ -115,7 +115,7 @@ describe('problems, one mistake at a time', () => {
           [
             2,
             'priority',
-            "unknown field 'priority' (expected one of: goal, workspace, base, defaults, tasks)",
+            "unknown field 'priority' (expected one of: goal, workspace, base, defaults, setup, setup_inputs, tasks)",
           ],
         ],
       },
@@ -419,6 +419,45 @@ describe('workspace', () => {
       yaml('goal: g', 'tasks:', '  - { id: a, title: A, exit_criteria: [x] }'),
     );
     expect((await loadMission(file)).mission?.workspace).toBe(path.join(dir, 'm'));
+  });
+});
+
+describe('setup', () => {
+  it('gives every task the mission’s setup; a task’s own setup and inputs replace it', async () => {
+    const file = await write(
+      'm.yaml',
+      yaml(
+        'goal: g',
+        'setup: ["npm ci"]',
+        'setup_inputs: [package-lock.json]',
+        'tasks:',
+        '  - { id: a, title: A, exit_criteria: [x] }',
+        '  - { id: b, title: B, exit_criteria: [x], setup: ["make deps"] }',
+        '  - { id: c, title: C, exit_criteria: [x], setup_inputs: [sub/package-lock.json] }',
+      ),
+    );
+    const tasks = (await loadMission(file)).mission?.tasks ?? [];
+    expect(tasks.map((t) => t.setup)).toEqual([
+      { commands: ['npm ci'], inputs: ['package-lock.json'] },
+      { commands: ['make deps'], inputs: ['package-lock.json'] },
+      { commands: ['npm ci'], inputs: ['sub/package-lock.json'] },
+    ]);
+  });
+
+  it('means no setup when none is given', async () => {
+    const file = await write(
+      'm.yaml',
+      yaml('goal: g', 'tasks:', '  - { id: a, title: A, exit_criteria: [x] }'),
+    );
+    expect((await loadMission(file)).mission?.tasks[0]?.setup).toBeUndefined();
+  });
+
+  it('expects a list of commands, with the line', async () => {
+    expect(
+      await problemsOf(
+        yaml('goal: g', 'setup: npm ci', 'tasks:', '  - { id: a, title: A, exit_criteria: [x] }'),
+      ),
+    ).toEqual([[2, 'setup', "expected a list, got 'npm ci'"]]);
   });
 });
 
