@@ -32,6 +32,11 @@ function isAllowed(path: string, entries: readonly ScopeEntry[]): boolean {
   return entries.some((entry) => entry.exact === '' || path === entry.exact || path.startsWith(entry.prefix));
 }
 
+/** False when no change at all could break the scope: no list (or only blank entries), not read-only. */
+export function limitsWrites(allowedPaths: readonly string[] | undefined, readOnly: boolean): boolean {
+  return readOnly || (allowedPaths ?? []).some((raw) => raw.trim() !== '');
+}
+
 /**
  * The changed paths that break the write scope, sorted. Empty or missing `allowedPaths` means no
  * limit; `readOnly` makes every change a violation; `.planning/` is never one.
@@ -72,6 +77,8 @@ export async function enforceWriteScope(
   options: EnforceWriteScopeOptions,
 ): Promise<{ violations: string[] }> {
   const root = resolve(options.dir);
+  // No limit at all: nothing can violate it, and a `git status` of a large tree is not free.
+  if (!limitsWrites(options.allowedPaths, options.readOnly)) return { violations: [] };
   const changes = await readChanges(root);
   const violations = scopeViolations(
     changes.map((change) => change.path),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePorcelainZ } from '../../src/workspace/snapshot-changes.js';
-import { describeViolations, scopeViolations } from '../../src/workspace/write-scope.js';
+import { describeViolations, limitsWrites, scopeViolations } from '../../src/workspace/write-scope.js';
 
 describe('scopeViolations', () => {
   const cases: Array<{
@@ -125,6 +125,20 @@ describe('scopeViolations', () => {
       expect(scopeViolations(changed, allowed, readOnly)).toEqual(expected);
     });
   }
+});
+
+describe('limitsWrites', () => {
+  const cases: [string, string[] | undefined, boolean, boolean][] = [
+    ['no list, guarded: no limit (no git status needed)', undefined, false, false],
+    ['blank entries only: no limit', ['', '  '], false, false],
+    ['a list: a limit', ['src/'], false, true],
+    ['read-only: a limit even without a list', undefined, true, true],
+  ];
+  it.each(cases)('%s', (_name, allowed, readOnly, expected) => {
+    expect(limitsWrites(allowed, readOnly)).toBe(expected);
+    // Consistent with scopeViolations: without a limit nothing is ever a violation.
+    if (!expected) expect(scopeViolations(['a', 'src/b'], allowed, readOnly)).toEqual([]);
+  });
 });
 
 describe('describeViolations', () => {
