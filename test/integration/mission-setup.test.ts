@@ -81,6 +81,12 @@ describe('mission setup', () => {
     expect(ranIn.map((e) => `${e.taskId}:${e.stage}`)).toEqual(['a:run', 'bump:verify']);
   });
 
+  it("verifies in the run's own checkout on the host that ran the attempt", () => {
+    const verifies = audit.filter((e) => e.stage === 'verify');
+    expect(verifies.length).toBeGreaterThanOrEqual(4);
+    for (const entry of verifies) expect(entry.message).toContain("(in the run's checkout)");
+  });
+
   it('fails an attempt whose setup fails, with the command and its output in the error and the audit', () => {
     const broken = status.tasks.find((t) => t.id === 'broken');
     expect(broken?.error).toContain('setup failed: $ echo fetching packages;');

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckoutPool, checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { runGit } from '../../src/workspace/git.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
+import { attemptKey, leaseAtCommit, leaseForRun } from '../../src/workspace/stage-checkout.js';
 import {
   type CommandOutcome,
   describeSetupFailure,
@@ -126,6 +127,48 @@ describe('warm checkouts', () => {
     expect(await readFile(join(run.dir, 'work.txt'), 'utf8')).toBe('done\n');
     await verify?.release();
     expect(p.counts()).toEqual({ idle: 1, leased: 0, parked: 0 });
+  });
+
+  it('verifies on the same host in the run’s checkout without a fetch, and elsewhere in a warm checkout of the pushed commit', async () => {
+    const { dir, base } = await repo();
+    await git(dir, 'branch', 'flotilla/m1', base);
+    const hostA = {
+      cache: await openRepoCache({ repo: dir, cacheDir: scratch('cache') }),
+      root: scratch('co'),
+    };
+    const hostB = {
+      cache: await openRepoCache({ repo: dir, cacheDir: scratch('cache') }),
+      root: scratch('co'),
+    };
+    const place = (h: typeof hostA) => ({ root: h.root, keep: 2 });
+    const run = await leaseForRun({ cache: hostA.cache, place: place(hostA), missionId: 'm1' });
+    expect(run.baseCommit).toBe(base);
+    await writeFile(join(run.dir, 'work.txt'), 'done\n');
+    await git(run.dir, 'add', '-A');
+    await git(run.dir, ...ID, 'commit', '--quiet', '-m', 'work');
+    await git(run.dir, 'push', '--quiet', 'origin', 'HEAD:refs/heads/att');
+    const commit = await git(run.dir, 'rev-parse', 'HEAD');
+    const key = attemptKey('m1', 't', 1);
+    run.lease.park(key, commit);
+
+    // The pushed branch is gone from the mission repo, so a fetch would find nothing: this host needs none.
+    await rm(join(dir, '.git', 'refs', 'heads', 'att'), { force: true });
+    const here = await leaseAtCommit({ cache: hostA.cache, place: place(hostA), key, branch: 'att', commit });
+    expect(here).toMatchObject({ claimed: true, dir: run.dir, commit });
+    await here.lease.release();
+
+    await git(dir, 'update-ref', 'refs/heads/att', commit);
+    const elsewhere = await leaseAtCommit({
+      cache: hostB.cache,
+      place: place(hostB),
+      key,
+      branch: 'att',
+      commit,
+    });
+    expect(elsewhere.claimed).toBe(false);
+    expect(elsewhere.commit).toBe(commit);
+    expect(await readFile(join(elsewhere.dir, 'work.txt'), 'utf8')).toBe('done\n');
+    await elsewhere.lease.release();
   });
 
   it('discards a checkout whose reset fails and gives a clean one instead', async () => {

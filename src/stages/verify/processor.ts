@@ -109,7 +109,7 @@ export async function verifyAttempt(
     attempt,
     stage: 'verify',
     host: ctx.hostId,
-    message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')}`,
+    message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')} (${checkout.claimed ? "in the run's checkout" : `in a checkout of ${checkout.commit.slice(0, 12)}`})`,
     files: {
       ...(setupLog ? { 'setup.txt': setupLog } : {}),
       'criteria.txt': criteria
