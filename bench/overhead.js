@@ -22,19 +22,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
+import { spawnProcess as spawnCli } from '../dist/agent/spawn.js';
 import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js';
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
-import { spawnCli } from '../dist/agent/spawn.js';
 import {
-  commitAttempt,
-  diffAgainstIntegration,
-  enforceWriteScope,
-  integrateAttempt,
-  openRepoCache,
-  snapshotChanges,
-} from '../dist/workspace/index.js';
+import { diffAgainstIntegration } from '../dist/workspace/attempt-checkout.js';
+import { commitAttempt } from '../dist/workspace/commit.js';
+import { integrateAttempt } from '../dist/workspace/integrate.js';
+import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
+import { openRepoCache } from '../dist/workspace/repo-cache.js';
+import { snapshotChanges } from '../dist/workspace/snapshot-changes.js';
 import { attemptKey, leaseAtCommit, leaseForRun } from '../dist/workspace/stage-checkout.js';
+import { enforceWriteScope } from '../dist/workspace/write-scope.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
 import { commandCalls, diffCalls, redisCpuSeconds, startRedis } from './lib/redis.js';

@@ -50,7 +50,7 @@ export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
   readonly capabilities: readonly string[];
-  /** The missions whose specs this host holds in memory (they are dropped once a mission ends). */
+  /** The missions whose specs this host holds in memory (dropped when a mission ends). */
   cachedMissions(): string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
   close(options?: { force?: boolean }): Promise<void>;
@@ -140,6 +140,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const ctx: HostContext = {
     hostId,
     config,
+    secret: config.secret,
     logger,
     store,
     queues,
@@ -262,6 +263,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     } catch {
       return;
     }
+    // Every host forgets a finished mission's spec, not only the one that ran its finalize job.
+    if (parsed.type === 'finished' && parsed.missionId) ctx.missions.delete(parsed.missionId);
     if (parsed.type === 'cancel' && parsed.missionId) {
       for (const [jobId, worker] of active) {
         if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);

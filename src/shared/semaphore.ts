@@ -7,11 +7,9 @@ export class Semaphore {
     this.available = size;
   }
 
-  get inUse(): number {
-    return this.size - this.available;
-  }
-
   async acquire(signal?: AbortSignal): Promise<() => void> {
+    // An abort that came before the wait began fires no event: without this, the wait never ends.
+    if (signal?.aborted) throw signal.reason ?? new Error('aborted');
     if (this.available > 0) {
       this.available--;
       return this.releaser();

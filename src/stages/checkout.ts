@@ -2,7 +2,7 @@
  * What the run, verify and critic stages share about warm checkouts: where this host's pool lives,
  * and running a task's setup in a checkout (the author's commands, `bash -c`, like criteria).
  */
-import { spawnCli } from '../agent/spawn.js';
+import { spawnProcess } from '../agent/spawn.js';
 import type { TaskSpec } from '../shared/mission.js';
 import type { CheckoutLease } from '../workspace/checkout-pool.js';
 import type { PoolPlace } from '../workspace/stage-checkout.js';
@@ -27,7 +27,7 @@ export function runSetup(
     commit,
     setup: task.setup,
     runCommand: async (command, cwd) => {
-      const outcome = await spawnCli({
+      const outcome = await spawnProcess({
         command: 'bash',
         args: ['-c', command],
         cwd,

@@ -1,11 +1,11 @@
 import type { Job } from 'bullmq';
-import { spawnCli, tail } from '../../agent/spawn.js';
+import { spawnProcess, tail } from '../../agent/spawn.js';
 import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
 import { poolPlace, runSetup } from '../checkout.js';
-import { type HostContext, loadMission } from '../context.js';
+import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 
 /** One criterion may take at most this long; the task's timeout caps it further. */
@@ -53,7 +53,7 @@ export async function verifyAttempt(
   const run = await childValue<RunResult>(job);
   if (!run) return lostRun((await ignoredChildFailure(job)) ?? 'the run job failed');
   if (run.outcome !== 'done' || !run.branch) return { run, ran: false, passed: false, criteria: [] };
-  const { spec, meta } = await loadMission(ctx, missionId);
+  const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   await ctx.store.mark(missionId, taskId, attempt, 'verifying');
@@ -109,7 +109,17 @@ export async function verifyAttempt(
     attempt,
     stage: 'verify',
     host: ctx.hostId,
-    message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')} (${checkout.claimed ? "in the run's checkout" : `in a checkout of ${checkout.commit.slice(0, 12)}`})`,
+    event: {
+      kind: 'verify',
+      passed,
+      criteria: criteria.map((c) => ({
+        command: c.command,
+        exitCode: c.exitCode,
+        timedOut: c.timedOut,
+        tail: tail(c.tail, 2_000),
+      })),
+      inRunCheckout: checkout.claimed,
+    },
     files: {
       ...(setupLog ? { 'setup.txt': setupLog } : {}),
       'criteria.txt': criteria
@@ -131,7 +141,7 @@ async function runCriterion(
   taskTimeoutMs: number,
   signal: AbortSignal | undefined,
 ): Promise<CriterionResult> {
-  const outcome = await spawnCli({
+  const outcome = await spawnProcess({
     command: 'bash',
     args: ['-c', command],
     cwd,
