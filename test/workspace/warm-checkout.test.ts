@@ -171,6 +171,20 @@ describe('warm checkouts', () => {
     await elsewhere.lease.release();
   });
 
+  it('frees a parked checkout whose verify never comes (a lost job), so it is never held for ever', async () => {
+    const { dir, base } = await repo();
+    const cache = await openRepoCache({ repo: dir, cacheDir: scratch('cache') });
+    const p = await checkoutPool(cache, { root: scratch('checkouts'), keep: 1, parkMs: 400 });
+    const run = await leaseCheckout(p, base, undefined);
+    run.park('m/t/1', base);
+    // Another attempt needs the pool's only checkout: it waits while the park lasts, then gets it.
+    const next = await leaseCheckout(p, base, undefined);
+    expect(next.dir).toBe(run.dir);
+    expect(p.claim('m/t/1', base)).toBeNull(); // the verify that comes late finds it gone
+    await next.release();
+    expect(p.counts()).toEqual({ idle: 1, leased: 0, parked: 0 });
+  });
+
   it('discards a checkout whose reset fails and gives a clean one instead', async () => {
     const { dir, base } = await repo();
     const p = await pool(dir, 1);
