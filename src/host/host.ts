@@ -21,6 +21,7 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { unparkEverywhere } from '../workspace/checkout-pool.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
 import { pruneHostCaches } from '../workspace/prune.js';
 import { sweepMissions } from './sweep.js';
@@ -257,7 +258,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   subscriber.on('error', () => {});
   await subscriber.subscribe(controlChannel(config.prefix));
   subscriber.on('message', (_channel: string, message: string) => {
-    let parsed: { type?: string; missionId?: string };
+    let parsed: { type?: string; missionId?: string; key?: string };
     try {
       parsed = JSON.parse(message) as typeof parsed;
     } catch {
@@ -265,6 +266,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     }
     // Every host forgets a finished mission's spec, not only the one that ran its finalize job.
     if (parsed.type === 'finished' && parsed.missionId) ctx.missions.delete(parsed.missionId);
+    // The attempt's next stage took a checkout on another host: ours, parked for it, is free.
+    if (parsed.type === 'unpark' && parsed.key) void unparkEverywhere(parsed.key);
     if (parsed.type === 'cancel' && parsed.missionId) {
       for (const [jobId, worker] of active) {
         if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);

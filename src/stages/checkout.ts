@@ -12,6 +12,15 @@ import type { HostContext } from './context.js';
 /** Setup commands may take as long as a criterion; the task's timeout caps them further. */
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
+/**
+ * A stage that could not continue in a parked checkout (it ran on another host, or the park was
+ * over) says so, so the host holding one for this attempt frees it at once instead of after its
+ * park time, while its own jobs wait for checkouts.
+ */
+export async function announceUnparked(ctx: HostContext, missionId: string, key: string): Promise<void> {
+  await ctx.store.publishControl({ type: 'unpark', missionId, key }).catch(() => undefined);
+}
+
 export function poolPlace(ctx: HostContext): PoolPlace {
   return { root: ctx.checkoutRoot, keep: ctx.slots.size };
 }

@@ -332,8 +332,16 @@ export class MissionStore {
     return Number(count);
   }
 
-  /** Tells every host about a mission: `cancel` kills its running CLIs, `finished` drops its spec. */
-  async publishControl(message: { type: 'cancel' | 'finished'; missionId: string }): Promise<void> {
+  /**
+   * Tells every host about a mission: `cancel` kills its running CLIs, `finished` drops its spec,
+   * `unpark` frees the checkout a host parked for an attempt whose next stage runs elsewhere.
+   */
+  async publishControl(message: {
+    type: 'cancel' | 'finished' | 'unpark';
+    missionId: string;
+    /** For `unpark`: the attempt (`<mission>/<task>/<attempt>`) whose parked checkout is free. */
+    key?: string;
+  }): Promise<void> {
     await this.redis.publish(controlChannel(this.prefix), JSON.stringify(message));
   }
 

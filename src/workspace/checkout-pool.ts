@@ -31,12 +31,14 @@ export interface CheckoutLease {
 export interface CheckoutPoolOptions {
   /** Where this host keeps its checkouts; one folder per repo cache below it. */
   readonly root: string;
-  /** Checkouts kept (about one per slot). */
+  /** Checkouts made when needed (about one per slot); up to twice as many for jobs that waited. */
   readonly keep: number;
   /** How long a parked checkout waits for its next stage. Default 2 minutes. */
   readonly parkMs?: number;
   /** A job that has waited this long may take a checkout parked this long. Default 5 s. */
   readonly stealAfterMs?: number;
+  /** A job that has waited this long may have a checkout made beyond `keep`. Default 2 s. */
+  readonly growAfterMs?: number;
 }
 
 export interface CheckoutPool {
@@ -45,6 +47,11 @@ export interface CheckoutPool {
   acquire(commit: string, signal?: AbortSignal): Promise<CheckoutLease>;
   /** The checkout parked for attempt `key` at `commit`, now leased to the caller; null when gone. */
   claim(key: string, commit: string): CheckoutLease | null;
+  /**
+   * Frees the checkout parked for attempt `key`, if any: its next stage runs on another host (which
+   * said so on the control channel), so keeping it would only make this host's jobs wait.
+   */
+  unpark(key: string): boolean;
   /** Entries by state, for tests and the benchmark. */
   counts(): Record<EntryState['kind'], number>;
 }
@@ -66,14 +73,26 @@ export function checkoutPool(cache: RepoCache, options: CheckoutPoolOptions): Pr
   });
 }
 
+/** Frees the checkout parked for `key` in every pool of this process (see CheckoutPool.unpark). */
+export async function unparkEverywhere(key: string): Promise<number> {
+  let freed = 0;
+  for (const pool of pools.values()) {
+    if ((await pool.catch(() => null))?.unpark(key)) freed += 1;
+  }
+  return freed;
+}
+
 /** Forgets every pool of this process (tests; a closing host). Checkouts stay on disk. */
 export function forgetCheckoutPools(): void {
   pools.clear();
 }
 
 function limitsOf(options: CheckoutPoolOptions) {
+  const keep = Math.max(1, options.keep);
   return {
-    keep: Math.max(1, options.keep),
+    keep,
+    max: 2 * keep,
+    growAfterMs: options.growAfterMs ?? 2_000,
     stealAfterMs: options.stealAfterMs ?? 5_000,
     parkMs: options.parkMs ?? 120_000,
   };
@@ -155,6 +174,17 @@ class PoolImpl implements CheckoutPool {
     return null;
   }
 
+  unpark(key: string): boolean {
+    for (const [id, state] of this.entries) {
+      if (state.kind === 'parked' && state.key === key) {
+        this.entries.set(id, { kind: 'idle', since: Date.now() });
+        this.serve();
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Hands out checkouts to waiters in arrival order while the rules allow. */
   private serve(): void {
     while (this.waiters.length > 0) {
@@ -216,7 +246,7 @@ class PoolImpl implements CheckoutPool {
       release: async (options = {}) => {
         if (!end()) return;
         const healthy = options.healthy ?? true;
-        if (keepOnRelease({ total: this.entries.size, keep: this.limits.keep, healthy })) {
+        if (keepOnRelease({ total: this.entries.size, max: this.limits.max, healthy })) {
           this.entries.set(id, { kind: 'idle', since: Date.now() });
           this.serve();
           return;

@@ -29,8 +29,14 @@ export interface PoolEntry {
 }
 
 export interface PoolLimits {
-  /** Checkouts the pool keeps (about one per slot); more are made only while this many are busy. */
+  /** Checkouts the pool makes at once when it needs them (about one per slot). */
   readonly keep: number;
+  /**
+   * The most it ever holds: beyond `keep`, a checkout is made only for a job that waited
+   * `growAfterMs`, e.g. while verifies with long criteria hold the run checkouts they continue in.
+   */
+  readonly max: number;
+  readonly growAfterMs: number;
   /** A waiting job may take a parked checkout parked longer ago than this. */
   readonly stealAfterMs: number;
 }
@@ -45,7 +51,9 @@ export type AcquireDecision =
  * all and none goes stale), else a parked one whose verify did not come in time, else a new one
  * while the pool is below `keep`, else wait for a release. `waitedMs` is how long the caller has
  * waited so far: a parked checkout is stolen only from a caller that waited, since the verify it
- * is parked for usually arrives within moments.
+ * is parked for usually arrives within moments. Beyond `keep` the pool grows, up to `max`, only
+ * for a caller that waited `growAfterMs`: a full checkout of a large tree costs seconds, more than
+ * the short wait for a verify to finish in most missions.
  */
 export function decideAcquire(
   entries: readonly PoolEntry[],
@@ -59,6 +67,7 @@ export function decideAcquire(
   const expired = parked.find((e) => e.state.kind === 'parked' && e.state.until <= now);
   if (expired) return { action: 'take', id: expired.id };
   if (entries.length < limits.keep) return { action: 'create' };
+  if (entries.length < limits.max && waitedMs >= limits.growAfterMs) return { action: 'create' };
   const stale = parked.find((e) => now - since(e) >= limits.stealAfterMs);
   if (stale && waitedMs >= limits.stealAfterMs) return { action: 'take', id: stale.id };
   return { action: 'wait' };
@@ -75,13 +84,13 @@ export function canClaim(state: EntryState, key: string, commit: string, now: nu
 
 /**
  * Whether a checkout that was just released stays in the pool: a reset that failed discards it
- * (never reused dirty), and so does one beyond `keep` (made while the pool was full, or left over
- * when `keep` shrank).
+ * (never reused dirty), and so does one beyond `max` (left over when the limits shrank). A worker
+ * trims its pools back to `keep` when it starts (prune.ts).
  */
 export function keepOnRelease(options: {
   readonly total: number;
-  readonly keep: number;
+  readonly max: number;
   readonly healthy: boolean;
-}) {
-  return options.healthy && options.total <= options.keep;
+}): boolean {
+  return options.healthy && options.total <= options.max;
 }

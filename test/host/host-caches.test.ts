@@ -130,6 +130,35 @@ describe('pruneHostCaches', () => {
   });
 });
 
+describe('parked checkouts', () => {
+  it('are freed when another host says the attempt’s next stage took a checkout there', async () => {
+    const cluster = await startCluster({ hosts: 1, slots: 2 });
+    try {
+      const commit = await makeRepo(join(cluster.dir, 'repo'));
+      const cache = await openRepoCache({
+        repo: join(cluster.dir, 'repo'),
+        cacheDir: join(cluster.config.home, 'repos'),
+      });
+      // In-process hosts share this process's pools: this is the host's own pool for the repo.
+      const pool = await checkoutPool(cache, { root: join(cluster.config.home, 'checkouts', 'p0'), keep: 2 });
+      const lease = await leaseCheckout(pool, commit, undefined);
+      lease.park('m/t/1', commit);
+      lease.park('m/t/1', commit);
+      const other = await leaseCheckout(pool, commit, undefined);
+      other.park('m/t/2', commit);
+      await cluster.client.store.publishControl({ type: 'unpark', missionId: 'm', key: 'm/t/1' });
+      const deadline = Date.now() + 10_000;
+      while (pool.counts().parked > 1 && Date.now() < deadline)
+        await new Promise((done) => setTimeout(done, 50));
+      expect(pool.counts()).toEqual({ idle: 1, leased: 0, parked: 1 });
+      expect(pool.claim('m/t/1', commit)).toBeNull();
+      expect(pool.claim('m/t/2', commit)).not.toBeNull();
+    } finally {
+      await cluster.stop();
+    }
+  });
+});
+
 describe('mission specs on hosts', () => {
   it('are forgotten by every host once the mission ends', async () => {
     const cluster = await startCluster({ hosts: 0 });

@@ -10,7 +10,7 @@ import {
 import { setupOutputs } from '../../src/workspace/setup.js';
 
 const NOW = 100_000;
-const limits = { keep: 2, stealAfterMs: 5_000 };
+const limits = { keep: 2, max: 4, growAfterMs: 2_000, stealAfterMs: 5_000 };
 const idle = (since: number): EntryState => ({ kind: 'idle', since });
 const leased: EntryState = { kind: 'leased' };
 const parked = (since: number, until: number, key = 'm/t/1'): EntryState => ({
@@ -35,10 +35,28 @@ describe('decideAcquire', () => {
       0,
       { action: 'create' },
     ],
-    ['at keep, all leased: wait', entries(leased, leased), 60_000, { action: 'wait' }],
+    ['at keep, all leased, a short wait: wait', entries(leased, leased), 1_000, { action: 'wait' }],
     [
-      'at keep, parked recently: wait for its verify',
+      'at keep, all leased, waited long: grow beyond keep',
+      entries(leased, leased),
+      2_000,
+      { action: 'create' },
+    ],
+    [
+      'at max, all leased: wait however long',
+      entries(leased, leased, leased, leased),
+      60_000,
+      { action: 'wait' },
+    ],
+    [
+      'at keep, parked recently, a short wait: wait for its verify',
       entries(leased, parked(NOW - 100, NOW + 60_000)),
+      1_000,
+      { action: 'wait' },
+    ],
+    [
+      'at max, parked recently: wait for its verify however long',
+      entries(leased, leased, leased, parked(NOW - 100, NOW + 60_000)),
       60_000,
       { action: 'wait' },
     ],
@@ -49,10 +67,10 @@ describe('decideAcquire', () => {
       { action: 'wait' },
     ],
     [
-      'at keep, parked long ago and the caller waited: steal it',
-      entries(leased, parked(NOW - 9_000, NOW + 60_000)),
+      'at max, parked long ago and the caller waited: steal it',
+      entries(leased, leased, leased, parked(NOW - 9_000, NOW + 60_000)),
       5_000,
-      { action: 'take', id: 'c2' },
+      { action: 'take', id: 'c4' },
     ],
     [
       'an expired park is free at once',
@@ -66,7 +84,12 @@ describe('decideAcquire', () => {
       0,
       { action: 'take', id: 'c1' },
     ],
-    ['beyond keep (a shrunk pool): still wait', entries(leased, leased, leased), 0, { action: 'wait' }],
+    [
+      'beyond max (a shrunk pool): still wait',
+      entries(leased, leased, leased, leased, leased),
+      60_000,
+      { action: 'wait' },
+    ],
   ];
   it.each(cases)('%s', (_name, list, waited, expected) => {
     expect(decideAcquire(list, limits, NOW, waited)).toEqual(expected);
@@ -89,12 +112,12 @@ describe('canClaim', () => {
 
 describe('keepOnRelease', () => {
   const cases: [string, number, number, boolean, boolean][] = [
-    ['within keep, healthy', 2, 2, true, true],
-    ['a failed reset: discarded', 1, 2, false, false],
-    ['beyond keep: discarded', 3, 2, true, false],
+    ['within max, healthy', 4, 4, true, true],
+    ['a failed reset: discarded', 1, 4, false, false],
+    ['beyond max: discarded', 5, 4, true, false],
   ];
-  it.each(cases)('%s', (_name, total, keep, healthy, expected) => {
-    expect(keepOnRelease({ total, keep, healthy })).toBe(expected);
+  it.each(cases)('%s', (_name, total, max, healthy, expected) => {
+    expect(keepOnRelease({ total, max, healthy })).toBe(expected);
   });
 });
 

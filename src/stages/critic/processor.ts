@@ -9,7 +9,7 @@ import { diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
-import { poolPlace } from '../checkout.js';
+import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
 import { giveBack } from '../run/choose-cli.js';
@@ -88,6 +88,7 @@ export async function reviewAttempt(
       signal,
     });
     lease = checkout.lease;
+    if (!checkout.claimed) await announceUnparked(ctx, missionId, attemptKey(missionId, taskId, attempt));
     await ctx.store.mark(missionId, taskId, attempt, 'reviewing');
     await ctx.store.emit({
       missionId,

@@ -4,7 +4,7 @@ import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../
 import { FlotillaError } from '../../shared/errors.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
-import { poolPlace, runSetup } from '../checkout.js';
+import { announceUnparked, poolPlace, runSetup } from '../checkout.js';
 import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 
@@ -77,6 +77,7 @@ export async function verifyAttempt(
     setup: task.setup,
     signal,
   });
+  if (!checkout.claimed) await announceUnparked(ctx, missionId, key);
   const criteria: CriterionResult[] = [];
   let setupLog = '';
   let parkForCritic = false;
