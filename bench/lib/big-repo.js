@@ -135,8 +135,68 @@ export async function generatedRepo(options = {}, log = console.log) {
   });
 }
 
-/** Debian's linux-source tarball imported as one commit (bare), made on first use. */
+/**
+ * Debian's linux-source tarball imported as one commit, plus a second that drops the stanza Debian
+ * appends to the top-level .gitignore ("ignore everything at the top level" but debian/, for its
+ * packaging repository): with it, every file a task adds would be ignored, never committed. The
+ * tree then behaves like the kernel's own repository.
+ */
 export async function linuxRepo(log = console.log) {
+  const imported = await importedLinuxRepo(log);
+  return cached(imported.replace(/\.git$/, '-upstream-ignores.git'), async (dir) => {
+    await exec('git', ['clone', '--quiet', '--bare', '--local', imported, dir]);
+    const git = (args, input) =>
+      new Promise((done, fail) => {
+        const child = execFile(
+          'git',
+          [`--git-dir=${dir}`, ...args],
+          { maxBuffer: 1 << 26, env: BENCH_IDENTITY },
+          (error, stdout) => (error ? fail(error) : done(stdout.trim())),
+        );
+        if (input !== undefined) child.stdin.end(input);
+      });
+    const ignore = await git(['show', 'HEAD:.gitignore']);
+    const cut = ignore.indexOf('#\n# Debian packaging');
+    const blob = await git(['hash-object', '-w', '--stdin'], `${cut >= 0 ? ignore.slice(0, cut) : ignore}\n`);
+    const index = join(dir, 'bench-index');
+    const withIndex = (args, input) =>
+      new Promise((done, fail) => {
+        const child = execFile(
+          'git',
+          [`--git-dir=${dir}`, ...args],
+          { maxBuffer: 1 << 26, env: { ...BENCH_IDENTITY, GIT_INDEX_FILE: index } },
+          (error, stdout) => (error ? fail(error) : done(stdout.trim())),
+        );
+        if (input !== undefined) child.stdin.end(input);
+      });
+    await withIndex(['read-tree', 'HEAD']);
+    await withIndex(['update-index', '--cacheinfo', `100644,${blob},.gitignore`]);
+    const tree = await withIndex(['write-tree']);
+    await rm(index, { force: true });
+    const commit = await git([
+      'commit-tree',
+      tree,
+      '-p',
+      'HEAD',
+      '-m',
+      "bench: the kernel's own .gitignore (without Debian's packaging stanza)",
+    ]);
+    await git(['update-ref', 'refs/heads/main', commit]);
+  });
+}
+
+const BENCH_IDENTITY = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'Bench',
+  GIT_AUTHOR_EMAIL: 'bench@flotilla.invalid',
+  GIT_COMMITTER_NAME: 'Bench',
+  GIT_COMMITTER_EMAIL: 'bench@flotilla.invalid',
+  GIT_AUTHOR_DATE: '1700000000 +0000',
+  GIT_COMMITTER_DATE: '1700000000 +0000',
+};
+
+/** The tarball as shipped, imported as one commit (bare), made on first use. */
+async function importedLinuxRepo(log) {
   const tarball = (await readdir('/usr/src').catch(() => [])).find((f) =>
     /^linux-source-.*\.tar\.xz$/.test(f),
   );

@@ -10,7 +10,7 @@ import { integrationCommit } from './attempt-checkout.js';
 import { type CheckoutLease, checkoutPool } from './checkout-pool.js';
 import type { RepoCache } from './repo-cache.js';
 import type { SetupSpec } from './setup.js';
-import { leaseCheckout } from './warm-checkout.js';
+import { cleanClaimed, leaseCheckout } from './warm-checkout.js';
 
 export interface PoolPlace {
   /** The host's folder for warm checkouts (one sub-folder per repo cache). */
@@ -71,15 +71,18 @@ export interface CommitCheckout {
 }
 
 /**
- * The attempt's work for verify or critic: the parked checkout when this host has it, without a
- * fetch; else the pushed branch, fetched and checked out in a warm checkout.
+ * The attempt's work for verify or critic: the parked checkout when this host has it, cleaned of
+ * what git ignores but no fetch and no checkout; else the pushed branch, fetched and checked out in
+ * a warm checkout.
  */
 export async function leaseAtCommit(options: LeaseAtCommitOptions): Promise<CommitCheckout> {
   const { cache, branch } = options;
   const pool = await checkoutPool(cache, options.place);
   if (options.commit) {
     const lease = pool.claim(options.key, options.commit);
-    if (lease) return { lease, dir: lease.dir, commit: options.commit, claimed: true };
+    if (lease && (await cleanClaimed(lease, options.setup))) {
+      return { lease, dir: lease.dir, commit: options.commit, claimed: true };
+    }
   }
   await cache.fetch([branch]);
   const commit = await cache.remoteCommit(branch);

@@ -20,9 +20,32 @@ import {
 /** Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure. */
 export async function resetCheckout(dir: string, commit: string, keep: readonly string[]): Promise<void> {
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
-  // -x: ignored files go too, except the -e patterns, which -x still honours (setup's outputs).
+  await cleanCheckout(dir, keep);
+}
+
+/** Removes every untracked file, ignored ones too, except the `keep` patterns (setup's outputs). */
+async function cleanCheckout(dir: string, keep: readonly string[]): Promise<void> {
+  // -x: ignored files go too, except the -e patterns, which -x still honours.
   const excludes = keep.flatMap((pattern) => ['-e', pattern]);
   await runGit(['clean', '-ffdxq', ...excludes], { cwd: dir });
+}
+
+/**
+ * A checkout handed on from the run stage holds what the run committed, and also whatever the
+ * agent left that git ignores (a build output, a file a `.gitignore` rule covers). The criteria
+ * must see what a fresh checkout of the pushed commit holds, as on any other host, so those go:
+ * one `git clean`, no fetch, no checkout. A failure discards the checkout (the caller falls back).
+ */
+export async function cleanClaimed(lease: CheckoutLease, setup: SetupSpec | undefined): Promise<boolean> {
+  try {
+    const state = await readCheckoutState(stateFile(lease));
+    const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
+    await cleanCheckout(lease.dir, sameSetup ? (state.setup?.keep ?? []) : []);
+    return true;
+  } catch {
+    await lease.release({ healthy: false });
+    return false;
+  }
 }
 
 function stateFile(lease: CheckoutLease): string {

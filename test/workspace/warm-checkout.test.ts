@@ -148,6 +148,9 @@ describe('warm checkouts', () => {
     await git(run.dir, ...ID, 'commit', '--quiet', '-m', 'work');
     await git(run.dir, 'push', '--quiet', 'origin', 'HEAD:refs/heads/att');
     const commit = await git(run.dir, 'rev-parse', 'HEAD');
+    // Left behind by the agent but ignored by git: not part of the pushed work.
+    await mkdir(join(run.dir, 'dist'), { recursive: true });
+    await writeFile(join(run.dir, 'dist', 'built.js'), 'ignored output\n');
     const key = attemptKey('m1', 't', 1);
     run.lease.park(key, commit);
 
@@ -155,6 +158,9 @@ describe('warm checkouts', () => {
     await rm(join(dir, '.git', 'refs', 'heads', 'att'), { force: true });
     const here = await leaseAtCommit({ cache: hostA.cache, place: place(hostA), key, branch: 'att', commit });
     expect(here).toMatchObject({ claimed: true, dir: run.dir, commit });
+    // The criteria see what any host's checkout of the pushed commit holds, and nothing else.
+    expect(await readFile(join(here.dir, 'work.txt'), 'utf8')).toBe('done\n');
+    expect(await exists(join(here.dir, 'dist'))).toBe(false);
     await here.lease.release();
 
     await git(dir, 'update-ref', 'refs/heads/att', commit);
