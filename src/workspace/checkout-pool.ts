@@ -223,9 +223,9 @@ class PoolImpl implements CheckoutPool {
   private async create(id: string, commit: string): Promise<void> {
     const path = join(this.dir, id);
     await rm(path, { recursive: true, force: true });
-    await this.cache.exclusive(() =>
-      runGit(['worktree', 'add', '--quiet', '--detach', path, commit], { cwd: this.cache.dir }),
-    );
+    // Not under the cache's exclusive lock: a detached worktree writes no ref of the cache, only its
+    // own admin folder, so a cold host's first checkouts (one per slot) are made side by side.
+    await runGit(['worktree', 'add', '--quiet', '--detach', path, commit], { cwd: this.cache.dir });
   }
 
   private lease(id: string, fresh: boolean): CheckoutLease {

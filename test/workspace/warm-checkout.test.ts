@@ -91,6 +91,20 @@ describe('warm checkouts', () => {
     await second.release();
   });
 
+  it('makes a cold host’s checkouts side by side, one per slot, each its own worktree', async () => {
+    const { dir, base } = await repo();
+    const cache = await openRepoCache({ repo: dir, cacheDir: scratch('cache') });
+    const p = await checkoutPool(cache, { root: scratch('checkouts'), keep: 4 });
+    const leases = await Promise.all([1, 2, 3, 4].map(() => leaseCheckout(p, base, undefined)));
+    expect(new Set(leases.map((l) => l.dir)).size).toBe(4);
+    expect(leases.every((l) => l.fresh)).toBe(true);
+    const { stdout } = await runGit(['worktree', 'list', '--porcelain'], { cwd: cache.dir });
+    for (const lease of leases) expect(stdout).toContain(`worktree ${lease.dir}\n`);
+    for (const lease of leases) expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(base);
+    for (const lease of leases) await lease.release();
+    expect(p.counts()).toEqual({ idle: 4, leased: 0, parked: 0 });
+  });
+
   it('never hands one checkout to two jobs at once; the second waits for the release', async () => {
     const { dir, base } = await repo();
     const p = await pool(dir, 1);
