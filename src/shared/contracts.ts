@@ -230,6 +230,8 @@ export interface AuditEntry {
   message: string;
   /** Large texts (prompt, result, criteria output); `report` writes them to files. */
   files?: Record<string, string>;
+  /** Set by the store when the entry is appended: its place in the mission's hash chain. */
+  chain?: { n: number; prev: string; content: string; hash: string };
 }
 
 /** Events published on the mission's stream, for `run`, `status --watch` and the board. */

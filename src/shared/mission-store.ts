@@ -1,3 +1,6 @@
+import { type ChainLink, entryContentHash, genesisHash } from './audit-chain.js';
+import { APPEND_AUDIT_SCRIPT } from './audit-scripts.js';
+import { canonicalJson } from './canonical-json.js';
 import type {
   AuditEntry,
   MissionEvent,
@@ -302,13 +305,35 @@ export class MissionStore {
     }));
   }
 
-  async audit(id: string, entry: AuditEntry): Promise<void> {
-    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(entry));
+  /** Appends to the mission's hash-chained trail (shared/audit-chain.ts); returns the entry's number. */
+  async audit(id: string, entry: AuditEntry): Promise<number> {
+    const keys = missionKeys(this.prefix, id);
+    const { chain: _ignored, ...content } = entry as AuditEntry & { chain?: ChainLink };
+    const n = await this.redis.eval(
+      APPEND_AUDIT_SCRIPT,
+      2,
+      keys.meta,
+      keys.audit,
+      canonicalJson(content),
+      entryContentHash(content),
+      genesisHash(id),
+    );
+    return Number(n);
   }
 
   async getAudit(id: string): Promise<AuditEntry[]> {
     const raw = await this.redis.lrange(missionKeys(this.prefix, id).audit, 0, -1);
     return raw.map((json) => JSON.parse(json) as AuditEntry);
+  }
+
+  /** The trail's head as the append script left it: its last hash and how many entries it wrote. */
+  async getAuditHead(id: string): Promise<{ count: number; head: string | null }> {
+    const [count, head] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'auditCount',
+      'auditHead',
+    );
+    return { count: Number(count ?? 0), head: head ?? null };
   }
 
   async listMissions(limit = 50): Promise<string[]> {
