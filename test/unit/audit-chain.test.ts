@@ -26,7 +26,11 @@ describe('checkChain', () => {
   it('accepts an untouched trail and reports its head and count', () => {
     const trail = chained('m1', contents);
     const check = checkChain('m1', trail);
-    expect(check).toMatchObject({ ok: true, count: 5, head: (trail[4]?.chain as { hash: string }).hash });
+    expect(check).toMatchObject({
+      ok: true,
+      count: 5,
+      head: (trail[4]?.chain as { hash: string } | undefined)?.hash,
+    });
   });
 
   it('accepts an empty trail with the genesis hash as head', () => {
