@@ -58,11 +58,12 @@ export function checkChain(missionId: string, entries: readonly object[]): Chain
   const hashes: string[] = [];
   for (const [i, entry] of entries.entries()) {
     const expected = i + 1;
+    // A gap names the missing number alone: the entry found in its place is another one.
     const fail = (problem: ChainProblem, message: string): ChainCheck => ({
       ok: false,
       position: expected,
       problem,
-      message: `audit entry ${expected}${describe(entry)}: ${message}`,
+      message: `audit entry ${expected}${problem === 'gap' ? '' : describe(entry)}: ${message}`,
     });
     const link = (entry as { chain?: Partial<ChainLink> }).chain;
     if (!link || typeof link.hash !== 'string') return fail('unchained', 'carries no chain link');

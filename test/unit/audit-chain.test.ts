@@ -50,7 +50,7 @@ describe('checkChain', () => {
       (t) => t.filter((_, i) => i !== 1),
       2,
       'gap',
-      /entry 2 .*goes from entry 1 to entry 3 \(deleted\)/,
+      /^audit entry 2: missing: the trail goes from entry 1 to entry 3 \(deleted\)/,
     ],
     [
       'two entries swapped',
