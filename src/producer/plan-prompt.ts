@@ -110,6 +110,8 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   control_mode: `how freely the agent may change files: ${CONTROL_MODES.join(', ')} (default guarded)`,
   backoff: 'pause before a retry, like 5s (default 5s)',
   budget_usd: 'a spending limit in US dollars; leave out',
+  escalate:
+    'what a retry changes after a failure: [tier] (a stronger model), [cli] (another CLI) or both; leave out',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
@@ -134,6 +136,7 @@ const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
   max_attempts: 'overrides defaults.max_attempts',
   timeout: 'overrides defaults.timeout',
   min_score: 'overrides defaults.min_score',
+  escalate: 'overrides defaults.escalate',
 };
 
 interface FieldShape {

@@ -17,6 +17,12 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   return ms;
 });
 
+/** `escalate: [tier, cli]`: what a retry changes after a failed attempt (stages/run/escalate.ts). */
+const escalate = z
+  .array(z.enum(['tier', 'cli']))
+  .max(2)
+  .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once');
+
 export const defaultsSchema = z
   .object({
     max_attempts: z.number().int().min(1).max(20).default(3),
@@ -25,6 +31,7 @@ export const defaultsSchema = z
     control_mode: z.enum(CONTROL_MODES).default('guarded'),
     backoff: duration.default(5_000),
     budget_usd: z.number().positive().optional(),
+    escalate: escalate.default([]),
   })
   .strict();
 
@@ -58,6 +65,7 @@ export const taskSchema = z
     max_attempts: z.number().int().min(1).max(20).optional(),
     timeout: duration.optional(),
     min_score: z.number().min(0).max(10).optional(),
+    escalate: escalate.optional(),
   })
   .strict();
 
@@ -97,6 +105,8 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly minScore: number;
   readonly backoffMs: number;
+  /** After a failed attempt: the next model tier, then another CLI, in the order given. */
+  readonly escalate?: readonly ('tier' | 'cli')[];
 }
 
 /** A validated mission: what submit stores in Redis. */
@@ -135,6 +145,7 @@ export function normalizeTask(task: TaskFile, defaults: MissionFile['defaults'])
     timeoutMs: task.timeout ?? defaults.timeout,
     minScore: task.min_score ?? defaults.min_score,
     backoffMs: defaults.backoff,
+    ...((task.escalate ?? defaults.escalate).length ? { escalate: task.escalate ?? defaults.escalate } : {}),
   };
 }
 
