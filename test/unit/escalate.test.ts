@@ -124,7 +124,7 @@ describe('decideEscalation', () => {
     expect(got.map((e) => ({ tier: e?.tier, cli: e?.cli }))).toEqual(
       expected.map(({ tier, cli }) => ({ tier, cli })),
     );
-    got.forEach((e, i) => expect(e?.reason).toMatch(expected[i]?.reason ?? /never/));
+    for (const [i, e] of got.entries()) expect(e?.reason).toMatch(expected[i]?.reason ?? /never/);
     expect(got.map((e) => e?.level)).toEqual(expected.map((_, i) => i + 1));
   });
 });
