@@ -1,6 +1,6 @@
-import { type ChainLink, entryContentHash, genesisHash } from './audit-chain.js';
+import { type ChainLink, entryContentHash, genesisHash } from '../shared/audit-chain.js';
 import { APPEND_AUDIT_SCRIPT } from './audit-scripts.js';
-import { canonicalJson } from './canonical-json.js';
+import { canonicalJson } from '../shared/canonical-json.js';
 import type {
   AuditEntry,
   MissionEvent,

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkChain } from '../../src/shared/audit-chain.js';
-import { SHA256_SCRIPT } from '../../src/shared/audit-scripts.js';
+import { SHA256_SCRIPT } from '../../src/store/audit-scripts.js';
 import type { AuditEntry } from '../../src/shared/contracts.js';
-import { missionKeys } from '../../src/shared/keys.js';
+import { missionKeys } from '../../src/store/keys.js';
 import type { MissionSpec } from '../../src/shared/mission.js';
-import { MissionStore } from '../../src/shared/mission-store.js';
+import { MissionStore } from '../../src/store/mission-store.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
 /** The chain as the Lua append script writes it, on a real Redis. */

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadMission } from '../../src/producer/load-mission.js';
+import { loadMission } from '../../src/mission/load.js';
 
 /** `escalate:` in a mission file: in defaults, per task (the task's wins), and its mistakes. */
 
