@@ -17,6 +17,8 @@ Usage:
   flotilla worker [--adapters DIR] [--host-id ID] [--slots N] [--internal CLI] [--grace SECONDS]
   flotilla status [<id>] [--json] [--watch]
   flotilla report <id> [--out DIR]
+  flotilla receipt <id> [-o FILE]
+  flotilla verify <receipt.json> [--public-key PEM] [--repo PATH]
   flotilla cancel <id>
   flotilla answer <id> <task> "<text>"
   flotilla detect [--adapters DIR] [--json] [--refresh]
@@ -27,7 +29,7 @@ Usage:
   flotilla plan "<goal>" [-o FILE] [--workspace DIR] [--adapters DIR] [--run]
 
 Environment: REDIS_URL, FLOTILLA_PREFIX, FLOTILLA_ADAPTERS, FLOTILLA_AGENTS, FLOTILLA_SECRET,
-FLOTILLA_BOARD_USER, FLOTILLA_BOARD_PASSWORD, FLOTILLA_HOME, FLOTILLA_LOCK_MS, FLOTILLA_OTEL, LOG_LEVEL.
+FLOTILLA_SIGNING_KEY, FLOTILLA_BOARD_USER, FLOTILLA_BOARD_PASSWORD, FLOTILLA_HOME, FLOTILLA_LOCK_MS, FLOTILLA_OTEL, LOG_LEVEL.
 Exit codes: 0 done, 1 partial/failed/cancelled, 2 invalid input, 3 infrastructure.`;
 
 type Options = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
@@ -130,6 +132,31 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         const { values, positionals } = parse(rest, { out: { type: 'string' } });
         return await report(
           { id: need(positionals[0], 'the mission id'), out: values.out as string | undefined },
+          config,
+          io,
+        );
+      }
+      case 'receipt': {
+        const { values, positionals } = parse(rest, { out: { type: 'string', short: 'o' } });
+        const { receipt } = await import('./commands/receipt.js');
+        return await receipt(
+          { id: need(positionals[0], 'the mission id'), out: values.out as string | undefined },
+          config,
+          io,
+        );
+      }
+      case 'verify': {
+        const { values, positionals } = parse(rest, {
+          'public-key': { type: 'string' },
+          repo: { type: 'string' },
+        });
+        const { verify } = await import('./commands/receipt.js');
+        return await verify(
+          {
+            file: need(positionals[0], 'the receipt file'),
+            publicKey: values['public-key'] as string | undefined,
+            repo: values.repo as string | undefined,
+          },
           config,
           io,
         );

@@ -1,4 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { canonicalJson } from './canonical-json.js';
 import { FlotillaError } from './errors.js';
 
@@ -99,6 +100,17 @@ export function parseSigningKey(pem: string, file: string): KeyObject {
     );
   }
   return key;
+}
+
+/** Reads FLOTILLA_SIGNING_KEY's file once, when a host starts, so a wrong path fails at once. */
+export async function readSigningKey(file: string): Promise<KeyObject> {
+  const pem = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw new FlotillaError(
+      'usage',
+      `FLOTILLA_SIGNING_KEY: cannot read ${file} (${error.code ?? error.message})`,
+    );
+  });
+  return parseSigningKey(pem, file);
 }
 
 /** Reads a public key (PEM, or a private key PEM from which the public half is taken). */

@@ -1,5 +1,4 @@
 import { type ChainLink, entryContentHash, genesisHash } from '../shared/audit-chain.js';
-import { APPEND_AUDIT_SCRIPT } from './audit-scripts.js';
 import { canonicalJson } from '../shared/canonical-json.js';
 import type {
   AuditEntry,
@@ -12,8 +11,10 @@ import type {
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
+import type { Receipt } from '../shared/receipt.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
+import { APPEND_AUDIT_SCRIPT } from './audit-scripts.js';
 import { missionIndexKey, missionKeys } from './keys.js';
 import { CANCEL_SCRIPT, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
 
@@ -324,6 +325,16 @@ export class MissionStore {
   async getAudit(id: string): Promise<AuditEntry[]> {
     const raw = await this.redis.lrange(missionKeys(this.prefix, id).audit, 0, -1);
     return raw.map((json) => JSON.parse(json) as AuditEntry);
+  }
+
+  /** The receipt finalize wrote (flotilla receipt <id>), or null before the mission finished. */
+  async getReceipt(id: string): Promise<Receipt | null> {
+    const raw = await this.redis.hget(missionKeys(this.prefix, id).meta, 'receipt');
+    return raw ? (JSON.parse(raw) as Receipt) : null;
+  }
+
+  async setReceipt(id: string, receipt: Receipt): Promise<void> {
+    await this.redis.hset(missionKeys(this.prefix, id).meta, 'receipt', JSON.stringify(receipt));
   }
 
   /** The trail's head as the append script left it: its last hash and how many entries it wrote. */

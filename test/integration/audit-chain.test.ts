@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkChain } from '../../src/shared/audit-chain.js';
-import { SHA256_SCRIPT } from '../../src/store/audit-scripts.js';
 import type { AuditEntry } from '../../src/shared/contracts.js';
-import { missionKeys } from '../../src/store/keys.js';
 import type { MissionSpec } from '../../src/shared/mission.js';
+import { SHA256_SCRIPT } from '../../src/store/audit-scripts.js';
+import { missionKeys } from '../../src/store/keys.js';
 import { MissionStore } from '../../src/store/mission-store.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
