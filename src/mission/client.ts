@@ -145,7 +145,13 @@ export class FlotillaClient {
       stage: 'answer',
       message: `answered: ${text}`,
     });
-    await enqueueAttempt(this.context(), { missionId: id, task, attempt: outcome.attempts });
+    // A continuation stays where escalation had taken the task.
+    await enqueueAttempt(this.context(), {
+      missionId: id,
+      task,
+      attempt: outcome.attempts,
+      cli: state.escalation?.cli ?? null,
+    });
     return { attempt: outcome.attempts };
   }
 

@@ -18,12 +18,14 @@ export interface EnqueueContext {
 /**
  * Adds one attempt's flow, routed by the live registry at this moment. Idempotent: if the
  * attempt's gate job exists (a re-delivered gate already added it), nothing is added again.
+ * `cli` is the CLI escalation moved the task to: the attempt is routed as if the task pinned it.
  */
 export async function enqueueAttempt(
   ctx: EnqueueContext,
-  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number },
+  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number; cli?: string | null },
 ): Promise<{ queue: string; reason: string }> {
-  const { missionId, task, attempt } = input;
+  const { missionId, attempt } = input;
+  const task = input.cli && !input.task.cli ? { ...input.task, cli: input.cli } : input.task;
   const gateId = attemptJobId(missionId, task.id, attempt, 'gate');
   const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
   const route = routeTask(task, hosts);

@@ -180,6 +180,14 @@ export interface TaskState {
   feedback?: string | null;
   /** Why the task went to the queue it did, or why it waits. */
   route?: string | null;
+  /** Where escalation (`escalate:`) has taken the task, and why; the next attempt runs so. */
+  escalation?: {
+    level: number;
+    tier: string | null;
+    cli: string | null;
+    reason: string;
+    tried: string[];
+  } | null;
   costUsd?: number;
   questions?: unknown;
   answers?: string[];
@@ -212,6 +220,9 @@ export interface MissionStatusJson {
     score: number | null;
     error: string | null;
     route?: string | null;
+    /** The model tier escalation moved the task to (null: the agent's own), and why. */
+    tier?: string | null;
+    escalation?: string | null;
     costUsd?: number;
     questions?: unknown;
     startedAt?: string | null;
@@ -230,6 +241,8 @@ export interface AuditEntry {
   message: string;
   /** Large texts (prompt, result, criteria output); `report` writes them to files. */
   files?: Record<string, string>;
+  /** What happened, as data; the receipt reads its fields (stages/finalize/receipt.ts). */
+  event?: { readonly kind: string; readonly [field: string]: unknown };
   /** Set by the store when the entry is appended: its place in the mission's hash chain. */
   chain?: { n: number; prev: string; content: string; hash: string };
 }

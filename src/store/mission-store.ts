@@ -374,6 +374,8 @@ export class MissionStore {
           score: s?.score ?? null,
           error: s?.error ?? null,
           route: s?.route ?? null,
+          tier: s?.escalation?.tier ?? null,
+          escalation: s?.escalation?.reason ?? null,
           costUsd: s?.costUsd,
           startedAt: s?.startedAt ?? null,
           finishedAt: s?.finishedAt ?? null,

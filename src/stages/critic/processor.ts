@@ -136,6 +136,12 @@ export async function reviewAttempt(
       stage: 'critic',
       host: ctx.hostId,
       cli: adapter.cli,
+      event: {
+        kind: 'critic',
+        cli: adapter.cli,
+        score: verdict?.score ?? null,
+        verdict: verdict?.verdict ?? null,
+      },
       message: verdict
         ? `critic ${adapter.displayName}${selfNote}: score ${verdict.score}/10, ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.join('; ')}` : ''}`
         : `critic ${adapter.displayName}: no verdict could be read (exit ${outcome.exitCode})`,

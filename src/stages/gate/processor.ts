@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { readAgentSettings } from '../../agent/personality.js';
 import { enqueueAttempt } from '../../queue/enqueue.js';
 import { RETENTION } from '../../queue/queues.js';
 import {
@@ -18,6 +19,7 @@ import { type HostContext, loadMission } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import { decideGate } from './decide.js';
+import { escalateRetry, type StoredEscalation } from './escalation.js';
 
 /**
  * The gate: the attempt's results decide approve / retry / fail (a pure function); approval merges
@@ -40,6 +42,7 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   const cancelled = await ctx.store.isCancelled(missionId);
   let decision: GateDecision = decideGate({ result, task, attempt, cancelled });
 
+  let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
     const merged = await integrateAttempt({
@@ -49,7 +52,8 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       message: `flotilla: merge ${taskId} (attempt ${attempt})`,
       workRoot: ctx.workRoot,
     });
-    if (!merged.ok) {
+    if (merged.ok) mergeCommit = merged.commit;
+    else {
       const feedback = `Merging your branch into the mission's integration branch conflicted:\n${merged.conflict}\nRebase your work on the current integration branch.`;
       decision =
         attempt < task.maxAttempts
@@ -83,6 +87,14 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     patch.feedback = null;
     patch.handoff = { summary: run.summary, outputs: run.outputs ?? '', findings: run.findings ?? '' };
   } else if (decision.action === 'retry') {
+    const escalation = await escalateRetry(ctx, {
+      missionId,
+      task,
+      attempt,
+      failedCli: run.cli || null,
+      baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
+    });
+    if (escalation) patch.escalation = escalation;
     patch.feedback = decision.feedback;
     patch.error = decision.reason;
     if (result.verdict) patch.score = result.verdict.score;
@@ -107,7 +119,13 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       stage: 'gate',
       host: ctx.hostId,
       cli: run.cli,
-      message: describe(decision),
+      event: {
+        kind: 'gate',
+        action,
+        ...('reason' in decision ? { reason: decision.reason } : {}),
+        ...(mergeCommit ? { commit: mergeCommit } : {}),
+      },
+      message: `${describe(decision)}${patch.escalation ? `; next attempt: ${(patch.escalation as StoredEscalation).reason}` : ''}`,
     });
     await ctx.store.emit({
       missionId,
@@ -133,7 +151,15 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     (outcome.applied || outcome.attempts === attempt + 1) &&
     outcome.taskStatus === 'retrying'
   ) {
-    await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
+    // Read back, not recomputed: a replayed gate must send the retry where the first one decided.
+    const escalated = task.escalate?.length ? (await ctx.store.getTask(missionId, taskId))?.escalation : null;
+    await enqueueAttempt(ctx, {
+      missionId,
+      task,
+      attempt: attempt + 1,
+      delayMs: decision.delayMs,
+      cli: escalated?.cli ?? null,
+    });
   }
   for (const releasedId of outcome.released) {
     const released = spec.tasks.find((t) => t.id === releasedId);

@@ -145,11 +145,10 @@ export async function runAttempt(
     await mkdir(dirname(join(checkout.dir, resultPath)), { recursive: true });
     await writeFile(join(checkout.dir, promptPath), prompt);
 
-    const invocation = buildInvocation(adapter, {
-      promptPath,
-      promptText: prompt,
-      model: resolveModel(adapter, agent.modelTier),
-    });
+    // Escalation (gate/escalation.ts) may have moved the task up a tier after a failed attempt.
+    const tier = state?.escalation?.tier ?? agent.modelTier;
+    const model = resolveModel(adapter, tier);
+    const invocation = buildInvocation(adapter, { promptPath, promptText: prompt, model });
     if (invocation.note) log.info(invocation.note);
     log.info({ command: invocation.command, delivery: invocation.delivery }, 'starting CLI');
     const outcome = await spawnCli({
@@ -280,7 +279,17 @@ export async function runAttempt(
       stage: 'run',
       host: ctx.hostId,
       cli: adapter.cli,
-      message: `${adapter.displayName} exited ${outcome.exitCode ?? 'by signal'}${outcome.timedOut ? ' (timed out)' : ''} after ${Math.round(outcome.durationMs / 1000)}s; result ${collected.status} from ${collected.source}${collected.warnings.length ? `; ${collected.warnings.join('; ')}` : ''}${scope.violations.length ? `; rolled back ${scope.violations.length} file(s) outside scope` : ''}`,
+      event: {
+        kind: 'run',
+        cli: adapter.cli,
+        exitCode: outcome.exitCode,
+        ...(chosen.version ? { cliVersion: chosen.version } : {}),
+        tier,
+        ...(model ? { model } : {}),
+        ...(state?.escalation?.reason ? { escalation: state.escalation.reason } : {}),
+        ...(committed.commit ? { commit: committed.commit } : {}),
+      },
+      message: `${adapter.displayName} exited ${outcome.exitCode ?? 'by signal'}${outcome.timedOut ? ' (timed out)' : ''} after ${Math.round(outcome.durationMs / 1000)}s; result ${collected.status} from ${collected.source}; tier ${tier}${model ? ` (${model})` : ''}${state?.escalation?.reason ? ` — ${state.escalation.reason}` : ''}${collected.warnings.length ? `; ${collected.warnings.join('; ')}` : ''}${scope.violations.length ? `; rolled back ${scope.violations.length} file(s) outside scope` : ''}`,
       files: {
         'prompt.md': prompt,
         'result.md': collected.text,

@@ -95,6 +95,7 @@ export async function verifyAttempt(
     taskId,
     attempt,
     stage: 'verify',
+    event: { kind: 'verify', passed, criteria: criteria.map((c) => ({ ...c })) },
     host: ctx.hostId,
     message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')}`,
     files: {
