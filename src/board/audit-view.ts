@@ -30,6 +30,10 @@ export interface AttemptView {
   readonly queue?: string;
   readonly host?: string;
   readonly cli?: string;
+  /** The model tier and model the run was given, and why it escalated (from the run event). */
+  readonly tier?: string;
+  readonly model?: string;
+  readonly escalation?: string;
   readonly durationSec?: number;
   readonly criteria: readonly CriterionView[];
   readonly verifyMessage?: string;
@@ -144,6 +148,15 @@ export function attemptsByTask(audit: readonly AuditEntry[]): Map<string, Attemp
   return out;
 }
 
+function runFacts(run: AuditEntry | undefined): Pick<AttemptView, 'tier' | 'model' | 'escalation'> {
+  const event: Record<string, unknown> = run?.event ?? {};
+  const text = (value: unknown) => (typeof value === 'string' && value ? value : undefined);
+  const tier = text(event.tier);
+  const model = text(event.model);
+  const escalation = text(event.escalation);
+  return { ...(tier ? { tier } : {}), ...(model ? { model } : {}), ...(escalation ? { escalation } : {}) };
+}
+
 function attemptView(attempt: number, entries: readonly AuditEntry[]): AttemptView {
   const last = (stage: AuditEntry['stage']) => entries.filter((e) => e.stage === stage).at(-1);
   const route = last('route');
@@ -164,6 +177,7 @@ function attemptView(attempt: number, entries: readonly AuditEntry[]): AttemptVi
     queue: route ? routedQueue(route.message) : undefined,
     host: run?.host,
     cli: run?.cli,
+    ...runFacts(run),
     durationSec: run ? runDurationSec(run.message) : undefined,
     criteria,
     verifyMessage: verify?.message,
