@@ -1,4 +1,4 @@
-import { enqueueAttempt } from '../queue/enqueue.js';
+import { enqueueAttempt, enqueueFinalize } from '../queue/enqueue.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, loadConfig } from '../shared/config.js';
 import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
@@ -7,7 +7,7 @@ import { type Logger, silentLogger } from '../shared/logger.js';
 import type { MissionSpec } from '../shared/mission.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
 import { createTelemetry } from '../shared/telemetry.js';
-import { enqueueFinalize } from '../stages/gate/processor.js';
+
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { loadMissionOrThrow } from './load.js';
@@ -107,7 +107,7 @@ export class FlotillaClient {
       type: 'log',
       message: `cancel requested: ${result.running.length} running task(s) being stopped`,
     });
-    if (result.settled) await enqueueFinalize({ queues: this.queues, config: this.config }, id);
+    if (result.settled) await enqueueFinalize({ queues: this.queues, secret: this.config.secret }, id);
     return result;
   }
 
@@ -127,6 +127,7 @@ export class FlotillaClient {
         `task ${taskId} already had two answered rounds; a person must take it from here`,
       );
     }
+    const now = new Date().toISOString();
     const outcome = await this.store.settle(
       id,
       taskId,
@@ -134,17 +135,12 @@ export class FlotillaClient {
       'answer',
       // The next pause overwrites `questions`; each round's questions stay beside its answer.
       { answers, asked: [...(state.asked ?? []), JSON.stringify(state.questions ?? [])] },
-      new Date().toISOString(),
+      now,
+      // Written by the same script, only if the answer applied: the continuation is attempt + 1.
+      { at: now, taskId, attempt: state.attempts + 1, stage: 'answer', event: { kind: 'answer', text } },
     );
     if (!outcome.applied)
       throw new FlotillaError('usage', `task ${taskId} is no longer waiting for an answer`);
-    await this.store.audit(id, {
-      at: new Date().toISOString(),
-      taskId,
-      attempt: outcome.attempts,
-      stage: 'answer',
-      message: `answered: ${text}`,
-    });
     // A continuation stays where escalation had taken the task.
     await enqueueAttempt(this.context(), {
       missionId: id,

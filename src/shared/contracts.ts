@@ -1,3 +1,4 @@
+import type { AuditEvent, AuditStage } from './audit.js';
 /**
  * The one contract module for queues: names, job names, per-queue data and result types, and the
  * states a mission and its tasks move through. Producer, workers, CLI and board import this file.
@@ -76,10 +77,6 @@ export const TASK_STATUSES = [
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'skipped', 'cancelled'];
-
-export function isTerminal(status: TaskStatus): boolean {
-  return TERMINAL_TASK_STATUSES.includes(status);
-}
 
 /** Every job of an attempt carries the same small reference; the rest lives in mission state. */
 export interface AttemptRef {
@@ -186,7 +183,7 @@ export interface TaskState {
     tier: string | null;
     cli: string | null;
     reason: string;
-    tried: string[];
+    tried: readonly string[];
   } | null;
   costUsd?: number;
   questions?: unknown;
@@ -235,14 +232,15 @@ export interface AuditEntry {
   at: string;
   taskId: string;
   attempt: number;
-  stage: 'route' | 'run' | 'verify' | 'critic' | 'gate' | 'answer' | 'cancel' | 'mission';
+  stage: AuditStage;
   host?: string;
   cli?: string;
+  /** What happened, as data (absent only in entries written before events were typed). */
+  event?: AuditEvent;
+  /** The event rendered as a sentence when the entry was written. */
   message: string;
   /** Large texts (prompt, result, criteria output); `report` writes them to files. */
   files?: Record<string, string>;
-  /** What happened, as data; the receipt reads its fields (stages/finalize/receipt.ts). */
-  event?: { readonly kind: string; readonly [field: string]: unknown };
   /** Set by the store when the entry is appended: its place in the mission's hash chain. */
   chain?: { n: number; prev: string; content: string; hash: string };
 }

@@ -117,8 +117,7 @@ async function repoFacts(parsed: Receipt, path: string): Promise<NonNullable<Ver
   const inside = await runGit(['rev-parse', '--git-dir'], { cwd: path, allowFailure: true }).catch(
     () => null,
   );
-  if (!inside || inside.exitCode !== 0)
-    throw new FlotillaError('usage', `--repo ${path}: not a git repository`);
+  if (inside?.exitCode !== 0) throw new FlotillaError('usage', `--repo ${path}: not a git repository`);
   const missing: string[] = [];
   for (const { commit } of namedCommits(parsed)) {
     if ((await resolveCommit(path, commit)) !== commit) missing.push(commit);

@@ -31,7 +31,7 @@ export async function finalizeMission(
     taskId: '',
     attempt: 0,
     stage: 'mission',
-    message: `mission ${status.status}`,
+    event: { kind: 'mission', action: 'finished', status: status.status },
   });
   await writeReceipt(ctx, missionId, meta.repo);
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });

@@ -1,158 +1,162 @@
 import type { Job } from 'bullmq';
 import { readAgentSettings } from '../../agent/personality.js';
-import { enqueueAttempt } from '../../queue/enqueue.js';
-import { RETENTION } from '../../queue/queues.js';
-import {
-  type CriticResult,
-  finalizeJobId,
-  type GateDecision,
-  JOBS,
-  QUEUES,
-  type StageJobData,
-} from '../../shared/contracts.js';
+import { enqueueAttempt, enqueueFinalize } from '../../queue/enqueue.js';
+import type { CriticResult, GateDecision, StageJobData } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
-import { withSignature } from '../../shared/signing.js';
-import type { SettleAction } from '../../store/mission-store.js';
+import type { TaskSpec } from '../../shared/mission.js';
+import type { AuditInput, SettleOutcome } from '../../store/mission-store.js';
 import { integrateAttempt } from '../../workspace/integrate.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
-import { type HostContext, loadMission } from '../context.js';
+import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
-import { decideGate } from './decide.js';
-import { escalateRetry, type StoredEscalation } from './escalation.js';
+import {
+  decideAfterMerge,
+  decideBudget,
+  decideGate,
+  describeDecision,
+  type MergeOutcome,
+  settlePatch,
+} from './decide.js';
+import { escalateRetry } from './escalation.js';
 
 /**
- * The gate: the attempt's results decide approve / retry / fail (a pure function); approval merges
- * the branch into the integration branch first, so a conflict is a failed attempt like any other.
- * The state transition is one Lua script, applied once per attempt however often this job runs;
- * its effects (next flows, finalize) are idempotent adds with deterministic job ids.
+ * The gate: the attempt's results decide approve / retry / fail (pure functions in decide.ts);
+ * approval merges the branch into the integration branch first, so a conflict is a failed attempt
+ * like any other. The state transition is one Lua script, applied once per attempt however often
+ * this job runs; its effects (next flows, finalize) are idempotent adds with deterministic job ids.
  */
 export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Promise<{ action: string }> {
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
-  const { spec, meta } = await loadMission(ctx, missionId);
+  const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
-  const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId });
 
   const result: CriticResult = (await childValue<CriticResult>(job)) ?? {
     verify: lostRun((await ignoredChildFailure(job)) ?? 'the critic job failed'),
     ran: false,
   };
   const cancelled = await ctx.store.isCancelled(missionId);
-  let decision: GateDecision = decideGate({ result, task, attempt, cancelled });
-
+  let decision = decideGate({ result, task, attempt, cancelled });
   let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
-    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-    const merged = await integrateAttempt({
-      cache,
-      missionId,
-      branch: result.verify.run.branch ?? '',
-      message: `flotilla: merge ${taskId} (attempt ${attempt})`,
-      workRoot: ctx.workRoot,
-    });
+    const merged = await merge(ctx, meta.repo, { missionId, taskId, attempt }, result);
     if (merged.ok) mergeCommit = merged.commit;
-    else {
-      const feedback = `Merging your branch into the mission's integration branch conflicted:\n${merged.conflict}\nRebase your work on the current integration branch.`;
-      decision =
-        attempt < task.maxAttempts
-          ? {
-              action: 'retry',
-              feedback,
-              delayMs: task.backoffMs * 2 ** (attempt - 1),
-              reason: 'merge conflict',
-            }
-          : { action: 'fail', feedback, reason: 'merge conflict' };
-    }
+    decision = decideAfterMerge(decision, merged, task, attempt);
   }
   if (decision.action === 'retry' && spec.budgetUsd !== undefined) {
-    const costNow = await ctx.store.addCost(missionId, 0);
-    if (costNow >= spec.budgetUsd) {
-      decision = {
-        action: 'fail',
-        feedback: decision.feedback,
-        reason: `budget of $${spec.budgetUsd} spent ($${costNow.toFixed(2)}); no new attempt`,
-      };
-    }
+    // Read fresh: other tasks spend while this one ran.
+    decision = decideBudget(decision, {
+      budgetUsd: spec.budgetUsd,
+      spentUsd: await ctx.store.addCost(missionId, 0),
+    });
   }
 
   const now = new Date().toISOString();
-  const action: SettleAction = decision.action;
-  const run = result.verify.run;
-  const patch: Record<string, unknown> = {};
-  if (decision.action === 'approve') {
-    patch.score = result.verdict?.score ?? null;
-    patch.error = null;
-    patch.feedback = null;
-    patch.handoff = { summary: run.summary, outputs: run.outputs ?? '', findings: run.findings ?? '' };
-  } else if (decision.action === 'retry') {
-    const escalation = await escalateRetry(ctx, {
+  const escalation =
+    decision.action === 'retry'
+      ? await escalateRetry(ctx, {
+          missionId,
+          task,
+          attempt,
+          failedCli: result.verify.run.cli || null,
+          baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
+        })
+      : null;
+  const patch = { ...settlePatch(decision, result), ...(escalation ? { escalation } : {}) };
+  // The audit row goes in with the transition (settle-4.lua): none is lost to a crash in between.
+  const entry: AuditInput = {
+    at: now,
+    taskId,
+    attempt,
+    stage: 'gate',
+    host: ctx.hostId,
+    cli: result.verify.run.cli,
+    event: {
+      kind: 'gate',
+      action: decision.action,
+      ...('reason' in decision ? { reason: decision.reason } : {}),
+      ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
+      ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+      ...(decision.action === 'approve' && mergeCommit ? { commit: mergeCommit } : {}),
+      ...(escalation ? { escalation: escalation.reason } : {}),
+    },
+  };
+  const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
+  if (outcome.applied) await record(ctx, { missionId, taskId, attempt }, decision, outcome);
+  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
+  await applyEffects(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
+  return { action: decision.action };
+}
+
+async function merge(
+  ctx: HostContext,
+  repo: string,
+  ref: { missionId: string; taskId: string; attempt: number },
+  result: CriticResult,
+): Promise<MergeOutcome> {
+  const { missionId, taskId, attempt } = ref;
+  const cache = await openRepoCache({ repo, cacheDir: ctx.cacheDir });
+  return integrateAttempt({
+    cache,
+    missionId,
+    branch: result.verify.run.branch ?? '',
+    message: `flotilla: merge ${taskId} (attempt ${attempt})`,
+    workRoot: ctx.workRoot,
+  });
+}
+
+/** The log line and events of a transition that applied (a replay sends none of them again). */
+async function record(
+  ctx: HostContext,
+  ref: { missionId: string; taskId: string; attempt: number },
+  decision: GateDecision,
+  outcome: SettleOutcome,
+): Promise<void> {
+  const { missionId, taskId, attempt } = ref;
+  const message = describeDecision(decision);
+  ctx.logger.info(
+    {
       missionId,
-      task,
-      attempt,
-      failedCli: run.cli || null,
-      baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
-    });
-    if (escalation) patch.escalation = escalation;
-    patch.feedback = decision.feedback;
-    patch.error = decision.reason;
-    if (result.verdict) patch.score = result.verdict.score;
-  } else if (decision.action === 'fail') {
-    // The reason is the one line a person reads in `status`; the whole feedback stays beside it.
-    patch.error = decision.reason.slice(0, 500);
-    patch.feedback = decision.feedback;
-    if (result.verdict) patch.score = result.verdict.score;
-  } else if (decision.action === 'pause') {
-    patch.questions = run.questions ?? null;
-    patch.error = null;
-  } else {
-    patch.error = 'mission cancelled';
-  }
-  const outcome = await ctx.store.settle(missionId, taskId, attempt, action, patch as never, now);
-  if (outcome.applied) {
-    log.info({ action, released: outcome.released, skipped: outcome.skipped }, `gate: ${describe(decision)}`);
-    await ctx.store.audit(missionId, {
-      at: now,
       taskId,
       attempt,
-      stage: 'gate',
       host: ctx.hostId,
-      cli: run.cli,
-      event: {
-        kind: 'gate',
-        action,
-        ...('reason' in decision ? { reason: decision.reason } : {}),
-        ...(mergeCommit ? { commit: mergeCommit } : {}),
-      },
-      message: `${describe(decision)}${patch.escalation ? `; next attempt: ${(patch.escalation as StoredEscalation).reason}` : ''}`,
-    });
+      action: decision.action,
+      released: outcome.released,
+      skipped: outcome.skipped,
+    },
+    `gate: ${message}`,
+  );
+  await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: outcome.taskStatus, message });
+  for (const skipped of outcome.skipped) {
     await ctx.store.emit({
       missionId,
-      taskId,
-      attempt,
+      taskId: skipped,
       type: 'task',
-      status: outcome.taskStatus,
-      message: describe(decision),
+      status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
+      message: `skipped: dependency ${taskId} ${decision.action === 'cancel' ? 'cancelled' : 'failed'}`,
     });
-    for (const skipped of outcome.skipped) {
-      await ctx.store.emit({
-        missionId,
-        taskId: skipped,
-        type: 'task',
-        status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
-        message: `skipped: dependency ${taskId} ${action === 'cancel' ? 'cancelled' : 'failed'}`,
-      });
-    }
   }
-  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
+}
+
+/** The next attempt's flow, the released dependents' flows and the finalize job: all idempotent adds. */
+async function applyEffects(
+  ctx: HostContext,
+  ref: { missionId: string; task: TaskSpec; attempt: number; tasks: readonly TaskSpec[] },
+  decision: GateDecision,
+  outcome: SettleOutcome,
+): Promise<void> {
+  const { missionId, task, attempt } = ref;
   if (
     decision.action === 'retry' &&
     (outcome.applied || outcome.attempts === attempt + 1) &&
     outcome.taskStatus === 'retrying'
   ) {
-    // Read back, not recomputed: a replayed gate must send the retry where the first one decided.
-    const escalated = task.escalate?.length ? (await ctx.store.getTask(missionId, taskId))?.escalation : null;
+    // Read back, not recomputed: a replayed gate sends the retry where the first one decided.
+    const escalated = task.escalate?.length
+      ? (await ctx.store.getTask(missionId, task.id))?.escalation
+      : null;
     await enqueueAttempt(ctx, {
       missionId,
       task,
@@ -162,7 +166,7 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     });
   }
   for (const releasedId of outcome.released) {
-    const released = spec.tasks.find((t) => t.id === releasedId);
+    const released = ref.tasks.find((t) => t.id === releasedId);
     if (released && !(await ctx.store.isCancelled(missionId))) {
       await enqueueAttempt(ctx, { missionId, task: released, attempt: 1 });
       await ctx.store.emit({
@@ -171,36 +175,9 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
         attempt: 1,
         type: 'task',
         status: 'queued',
-        message: `released: all dependencies approved`,
+        message: 'released: all dependencies approved',
       });
     }
   }
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
-  return { action };
-}
-
-export async function enqueueFinalize(
-  ctx: Pick<HostContext, 'queues' | 'config'>,
-  missionId: string,
-): Promise<void> {
-  await ctx.queues.get(QUEUES.mission).add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), {
-    jobId: finalizeJobId(missionId),
-    ...RETENTION,
-    attempts: 5,
-  });
-}
-
-function describe(decision: GateDecision): string {
-  switch (decision.action) {
-    case 'approve':
-      return `approved${decision.score !== undefined ? ` (score ${decision.score})` : ''}`;
-    case 'retry':
-      return `retry in ${Math.round(decision.delayMs / 1000)}s: ${decision.reason}`;
-    case 'fail':
-      return `failed: ${decision.reason}`;
-    case 'pause':
-      return `paused: ${decision.reason}`;
-    case 'cancel':
-      return 'cancelled';
-  }
 }
