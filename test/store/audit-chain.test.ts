@@ -81,7 +81,7 @@ describe('hash-chained audit trail in Redis', () => {
       spec,
       repo: '/r',
       baseCommit: 'b',
-      roots: [],
+      roots: ['t'],
       now: new Date().toISOString(),
     });
   }
@@ -141,5 +141,24 @@ describe('hash-chained audit trail in Redis', () => {
     const check = checkChain('m-tamper', await store.getAudit('m-tamper'));
     expect(check).toMatchObject({ ok: false, position: 2, problem: 'gap' });
     if (!check.ok) expect(check.message).toMatch(/goes from entry 1 to entry 3 \(deleted\)/);
+  });
+
+  it("settle writes the gate's row in the same script as the transition, and a replay writes none", async () => {
+    await mission('m-settle');
+    await store.audit('m-settle', entry(0));
+    const gate: AuditInput = {
+      at: new Date().toISOString(),
+      taskId: 't',
+      attempt: 1,
+      stage: 'gate',
+      event: { kind: 'gate', action: 'approve', commit: 'c'.repeat(40) },
+    };
+    const first = await store.settle('m-settle', 't', 1, 'approve', {}, new Date().toISOString(), gate);
+    const replay = await store.settle('m-settle', 't', 1, 'approve', {}, new Date().toISOString(), gate);
+    expect([first.applied, replay.applied]).toEqual([true, false]);
+    const trail = await store.getAudit('m-settle');
+    expect(trail.map((e) => e.stage)).toEqual(['answer', 'gate']);
+    expect(trail[1]).toMatchObject({ message: 'approved', event: { commit: 'c'.repeat(40) }, chain: { n: 2 } });
+    expect(checkChain('m-settle', trail)).toMatchObject({ ok: true, count: 2 });
   });
 });
