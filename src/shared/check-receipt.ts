@@ -30,6 +30,7 @@ export interface VerifyReport {
   readonly lines: readonly string[];
   /** The first thing that did not hold, named (entry, field or commit); null when all held. */
   readonly firstProblem: string | null;
+  readonly problemCount: number;
   /** `authenticated`: valid under a pinned key; `integrity`: valid under the embedded key only. */
   readonly level: 'authenticated' | 'integrity' | 'none';
 }
@@ -81,7 +82,13 @@ export function checkReceipt(facts: VerifyFacts): VerifyReport {
     lines.push('- repository: not checked (no --repo)');
   }
 
-  return { ok: problems.length === 0, lines, firstProblem: problems[0] ?? null, level };
+  return {
+    ok: problems.length === 0,
+    lines,
+    firstProblem: problems[0] ?? null,
+    problemCount: problems.length,
+    level,
+  };
 }
 
 /** The trail as stored against the receipt's list of entry hashes: the first entry that differs. */

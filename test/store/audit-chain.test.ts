@@ -158,7 +158,11 @@ describe('hash-chained audit trail in Redis', () => {
     expect([first.applied, replay.applied]).toEqual([true, false]);
     const trail = await store.getAudit('m-settle');
     expect(trail.map((e) => e.stage)).toEqual(['answer', 'gate']);
-    expect(trail[1]).toMatchObject({ message: 'approved', event: { commit: 'c'.repeat(40) }, chain: { n: 2 } });
+    expect(trail[1]).toMatchObject({
+      message: 'approved',
+      event: { commit: 'c'.repeat(40) },
+      chain: { n: 2 },
+    });
     expect(checkChain('m-settle', trail)).toMatchObject({ ok: true, count: 2 });
   });
 });

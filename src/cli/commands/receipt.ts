@@ -65,7 +65,8 @@ export async function verify(
   const report = checkReceipt(facts);
   for (const line of report.lines) io.out(line);
   if (!report.ok) {
-    io.out(`receipt of ${parsed.mission.id}: FAILED — ${report.firstProblem}`);
+    const more = report.problemCount > 1 ? ` (and ${report.problemCount - 1} more above)` : '';
+    io.out(`receipt of ${parsed.mission.id}: FAILED — ${report.firstProblem}${more}`);
     return 2;
   }
   io.out(
