@@ -3,7 +3,7 @@ import { clip } from '../shared/markdown.js';
 import { type AgentStatus, parseResultFile, RESULT_SECTIONS, splitOutputs } from './result-file.js';
 
 /**
- * The result fallback chain of DESIGN §4 step 4: what a CLI left behind (exit code, result file,
+ * The result fallback chain (docs/DISPATCH.md, result collection): what a CLI left behind (exit code, result file,
  * `<agent-result>`, stdout, changed files) becomes one result for the gate. Never throws.
  */
 
@@ -39,7 +39,7 @@ const SUMMARY_CHARS = 400;
 const STDERR_LINES = 40;
 
 /**
- * DESIGN §4 step 4 and cli-dispatch's error recovery, in order: the result file (empty: failure;
+ * The result chain and cli-dispatch's error recovery, in order: the result file (empty: failure;
  * no section at all: partial failure), its `<agent-result>` block, stdout, then the working tree
  * (changed files: completed but unverified; nothing: blocked). A non-zero exit keeps stderr and
  * marks any result it left as partial; a timeout keeps a partial result file as Complete with

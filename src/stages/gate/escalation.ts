@@ -1,5 +1,4 @@
 import type { TaskSpec } from '../../shared/mission.js';
-import { listHosts, routableHosts } from '../../store/registry.js';
 import type { HostContext } from '../context.js';
 import { type CliOffer, decideEscalation, type Escalation } from '../run/escalate.js';
 
@@ -22,7 +21,7 @@ export async function escalateRetry(
   // cjson stores an empty list as `{}`, so a list is only trusted when it is one.
   const before = Array.isArray(current?.tried) ? current.tried : [];
   const tried = [...new Set([...before, ...(input.failedCli ? [input.failedCli] : [])])];
-  const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
+  const hosts = await ctx.store.liveHosts();
   const offers = new Map<string, CliOffer & { order: number }>();
   for (const host of hosts) {
     for (const cli of host.clis) {
