@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -199,5 +199,15 @@ describe('mission receipt', () => {
     const { code, text } = await verify(file);
     expect(code).toBe(2);
     expect(text).toMatch(/not\.json: format: .*expected a flotilla-receipt\/1 receipt/);
+  });
+
+  it('report writes the receipt beside the texts it hashes', async () => {
+    const out = join(cluster.dir, 'report');
+    expect(await main(['report', id, '--out', out], captureIo())).toBe(0);
+    const copy = JSON.parse(await readFile(join(out, 'receipt.json'), 'utf8')) as Receipt;
+    expect(copy).toEqual(receipt);
+    const prompt = await readFile(join(out, 'first', 'a2', 'prompt.md'));
+    const hash = createHash('sha256').update(prompt).digest('hex');
+    expect(receipt.tasks.find((t) => t.id === 'first')?.attempts[1]?.promptHash).toBe(hash);
   });
 });

@@ -130,6 +130,9 @@ export async function report(args: { id: string; out?: string }, config: Config,
     }
     await writeFile(join(dir, 'REPORT.md'), `${lines.join('\n')}\n`);
     await writeFile(join(dir, 'status.json'), `${JSON.stringify(s, null, 2)}\n`);
+    // The receipt beside the texts it hashes: `sha256sum a1/prompt.md` ties one to the other.
+    const receipt = await client.store.getReceipt(args.id);
+    if (receipt) await writeFile(join(dir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
     io.out(join(dir, 'REPORT.md'));
     return 0;
   });
