@@ -33,7 +33,9 @@ export async function enqueueAttempt(
   const task = input.cli && !input.task.cli ? { ...input.task, cli: input.cli } : input.task;
   const gateId = attemptJobId(missionId, task.id, attempt, 'gate');
   const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
-  const route = routeTask(task, hosts);
+  const routed = routeTask(task, hosts);
+  // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
+  const route = task === input.task ? routed : { ...routed, reason: `escalated: ${routed.reason}` };
   await ctx.store.mark(missionId, task.id, attempt, null, { route: route.reason });
   const existing = await Job.fromId(ctx.queues.get(QUEUES.mission), gateId);
   if (existing) return { queue: route.queue, reason: route.reason };

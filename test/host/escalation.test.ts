@@ -72,6 +72,14 @@ describe('escalation', () => {
     expect(runs[0]?.escalation).toBeNull();
     expect(runs[1]?.escalation).toBe('attempt 1 failed; escalated to the planning tier (from execution)');
     expect(runs[2]?.escalation).toBe('attempt 2 failed; escalated to flotilla-sim-other (another vendor)');
+    const routes = (await cluster.client.store.getAudit(id)).filter((e) => e.event?.kind === 'route');
+    expect(routes.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^attempt 1 → dispatch\.code_implementation: /),
+      expect.stringMatching(/^attempt 2 → dispatch\.code_implementation: /),
+      expect.stringMatching(
+        /^attempt 3 → dispatch\.code_implementation: escalated: pinned to flotilla-sim-other/,
+      ),
+    ]);
     // status JSON and the receipt say the same.
     expect(final.tasks[0]).toMatchObject({
       cli: 'flotilla-sim-other',
