@@ -183,3 +183,17 @@ local settled = settle(ARGV[1])
 return cjson.encode({ cancelled = cancelled, running = running, settled = settled == 1,
   status = redis.call('HGET', KEYS[1], 'status') })
 `;
+
+/**
+ * Appends an audit entry and records its position under its task, in one step, so the index
+ * never points past the list or misses an entry.
+ * KEYS: audit, audit index. ARGV: taskId, entry JSON. Returns the entry's position.
+ */
+export const AUDIT_SCRIPT = `
+local n = redis.call('RPUSH', KEYS[1], ARGV[2])
+local at = tostring(n - 1)
+local known = redis.call('HGET', KEYS[2], ARGV[1])
+if known then at = known .. ',' .. at end
+redis.call('HSET', KEYS[2], ARGV[1], at)
+return n - 1
+`;
