@@ -305,26 +305,32 @@ export async function seedMission(store, options) {
     }
   }
 
+  // Every mission gets at least one failure and one question, so the attention list has each kind.
+  const seen = new Set();
   function fateOf(task) {
     const i = index.get(task.id) ?? 0;
     if (task.capability === UNSERVED_CAPABILITY || task.cli === MISSING_CLI) return 'queued';
     const r = rand();
-    // Failures happen late (near the frontier), so what they skip is a small share of the mission.
+    let fate;
     if (i < frontier * n) {
+      // Failures happen late (near the frontier), so what they skip is a small share of the mission.
       const late = i > frontier * n * 0.85;
-      return late && r < 0.02 ? 'failed' : late && r < 0.04 ? 'retrying' : 'completed';
+      const fails = late && (r < 0.02 || !seen.has('failed'));
+      fate = fails ? 'failed' : late && r < 0.04 ? 'retrying' : 'completed';
+    } else if (!seen.has('needs_input')) {
+      fate = 'needs_input';
+    } else {
+      const fates = [
+        [0.4, 'running'],
+        [0.5, 'verifying'],
+        [0.6, 'reviewing'],
+        [0.68, 'retrying'],
+        [0.72, 'needs_input'],
+      ];
+      fate = fates.find(([limit]) => r < limit)?.[1] ?? 'queued';
     }
-    return r < 0.4
-      ? 'running'
-      : r < 0.5
-        ? 'verifying'
-        : r < 0.6
-          ? 'reviewing'
-          : r < 0.68
-            ? 'retrying'
-            : r < 0.72
-              ? 'needs_input'
-              : 'queued';
+    seen.add(fate);
+    return fate;
   }
 
   // Layer by layer, so a task's dependencies have settled (and released it) before its turn;

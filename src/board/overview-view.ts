@@ -45,8 +45,23 @@ function percent(part: number, whole: number): string {
   return whole === 0 ? '0' : String(Math.floor((part / whole) * 100));
 }
 
+/** The bar fills from the left with what is finished, then what is under way, then what waits. */
+const BAR_ORDER: readonly TaskStatus[] = [
+  'completed',
+  'failed',
+  'skipped',
+  'cancelled',
+  'needs_input',
+  'retrying',
+  'reviewing',
+  'verifying',
+  'running',
+  'queued',
+  'pending',
+];
+
 function renderBar(overview: Overview): SafeHtml {
-  const segments = LEGEND_STATUSES.filter((s) => overview.counts[s] > 0).map((s) => {
+  const segments = BAR_ORDER.filter((s) => overview.counts[s] > 0).map((s) => {
     const style = statusStyle(s);
     const width = (overview.counts[s] / Math.max(1, overview.total)) * 100;
     return html`<span class="seg" data-status="${s}" title="${s.replace('_', ' ')}: ${overview.counts[s]}" style="width:${width.toFixed(3)}%;background:${s === 'pending' ? '#eceff1' : style.stroke}"></span>`;

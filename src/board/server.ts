@@ -56,6 +56,8 @@ function contentSecurityPolicy(nonce: string): string {
     "style-src 'unsafe-inline'",
     `script-src 'nonce-${nonce}'`,
     "img-src 'self' data:",
+    // The mission page fetches its live updates and a task's detail from the board itself.
+    "connect-src 'self'",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
