@@ -117,6 +117,13 @@ function depthsOf(spec) {
   return depth;
 }
 
+const PASS = (command) => ({ command, exitCode: 0, timedOut: false, tail: 'ok' });
+const FAIL = (command) => ({
+  command,
+  exitCode: 1,
+  timedOut: false,
+  tail: 'FAIL test/parser.test.ts\nexpected 2, received 3',
+});
 const PROMPT = `You are working on a task of a larger mission.\n${'Context line for the agent. '.repeat(70)}\n`;
 
 /**
@@ -134,7 +141,20 @@ export async function seedMission(store, options) {
   const iso = (ms) => new Date(ms).toISOString();
   const roots = spec.tasks.filter((t) => t.dependsOn.length === 0).map((t) => t.id);
   await store.createMission({ id, spec, repo: spec.workspace, baseCommit: 'abc123', roots, now: iso(t0) });
-  await store.audit(id, { at: iso(t0), taskId: '', attempt: 0, stage: 'mission', message: 'submitted' });
+  await store.audit(id, {
+    at: iso(t0),
+    taskId: '',
+    attempt: 0,
+    stage: 'mission',
+    event: {
+      kind: 'mission',
+      action: 'submitted',
+      tasks: n,
+      repo: spec.workspace,
+      baseCommit: 'abc123',
+      branch: `flotilla/${id}`,
+    },
+  });
 
   const index = new Map(spec.tasks.map((t, i) => [t.id, i]));
   const hostOf = (i) => `host-${String.fromCharCode(97 + (i % 4))}`;
@@ -152,7 +172,13 @@ export async function seedMission(store, options) {
       at: iso(started),
       ...ref,
       stage: 'route',
-      message: `attempt ${attempt} → dispatch.${task.capability}: exact capability match (on 4 hosts host-a, host-b, host-c, host-d)`,
+      event: {
+        kind: 'route',
+        attempt,
+        queue: `dispatch.${task.capability}`,
+        how: 'exact',
+        reason: 'exact capability match (on 4 hosts host-a, host-b, host-c, host-d)',
+      },
     });
     await store.mark(id, task.id, attempt, 'running', { cli, host, startedAt: iso(started), error: null });
     if (until === 'running') return;
@@ -163,7 +189,18 @@ export async function seedMission(store, options) {
       stage: 'run',
       host,
       cli,
-      message: `${cli} exited 0 after ${seconds}s; result success from result file`,
+      event: {
+        kind: 'run',
+        cli,
+        cliName: cli === 'codex' ? 'Codex CLI' : 'Claude Code',
+        exitCode: 0,
+        timedOut: false,
+        durationMs: seconds * 1000,
+        resultStatus: 'success',
+        resultSource: 'result file',
+        warnings: [],
+        rolledBack: [],
+      },
       files: { 'prompt.md': PROMPT },
     });
     await store.mark(id, task.id, attempt, 'verifying', {});
@@ -205,7 +242,7 @@ export async function seedMission(store, options) {
         stage: 'gate',
         host: first.host,
         cli: first.cli,
-        message: 'paused: the agent asked 1 question',
+        event: { kind: 'gate', action: 'pause', reason: 'the agent asked 1 question' },
       });
       return;
     }
@@ -219,7 +256,7 @@ export async function seedMission(store, options) {
         attempt: 1,
         stage: 'verify',
         host: first.host,
-        message: 'exit criteria passed: ✓ npm test; ✓ npx tsc --noEmit',
+        event: { kind: 'verify', passed: true, criteria: [PASS('npm test'), PASS('npx tsc --noEmit')] },
       });
       await store.audit(id, {
         at: at(),
@@ -228,7 +265,16 @@ export async function seedMission(store, options) {
         stage: 'critic',
         host: first.host,
         cli: 'gemini',
-        message: `critic Gemini CLI: score ${score}/10, approve`,
+        event: {
+          kind: 'critic',
+          cli: 'gemini',
+          cliName: 'Gemini CLI',
+          score,
+          verdict: 'approve',
+          issues: [],
+          selfReview: false,
+          exitCode: 0,
+        },
       });
       await store.settle(
         id,
@@ -254,7 +300,7 @@ export async function seedMission(store, options) {
         stage: 'gate',
         host: first.host,
         cli: first.cli,
-        message: `approved (score ${score})`,
+        event: { kind: 'gate', action: 'approve', score },
       });
       return;
     }
@@ -266,8 +312,7 @@ export async function seedMission(store, options) {
       attempt: 1,
       stage: 'verify',
       host: first.host,
-      message: 'exit criteria failed: ✗ npm test; ✓ npx tsc --noEmit',
-      files: { 'criteria.txt': '$ npm test\n# exit 1\nFAIL test/parser.test.ts\nexpected 2, received 3\n' },
+      event: { kind: 'verify', passed: false, criteria: [FAIL('npm test'), PASS('npx tsc --noEmit')] },
     });
     await store.settle(id, task.id, 1, 'retry', { error, feedback: error, costUsd: cost }, at());
     await store.audit(id, {
@@ -277,7 +322,7 @@ export async function seedMission(store, options) {
       stage: 'gate',
       host: first.host,
       cli: first.cli,
-      message: `retry in 5s: ${error}`,
+      event: { kind: 'gate', action: 'retry', reason: error, delayMs: 5_000 },
     });
     if (fate === 'retrying') return;
     for (let attempt = 2; attempt <= task.maxAttempts; attempt++) {
@@ -300,7 +345,9 @@ export async function seedMission(store, options) {
         stage: 'gate',
         host: run.host,
         cli: run.cli,
-        message: last ? `failed: ${why}` : `retry in 5s: ${why}`,
+        event: last
+          ? { kind: 'gate', action: 'fail', reason: why }
+          : { kind: 'gate', action: 'retry', reason: why, delayMs: 5_000 },
       });
     }
   }

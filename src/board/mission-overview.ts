@@ -1,7 +1,7 @@
-import { routeTask } from '../producer/route.js';
-import { isTerminal, TASK_STATUSES, type TaskStatus } from '../shared/contracts.js';
+import { routeTask } from '../queue/route.js';
+import { TASK_STATUSES, type TaskStatus, TERMINAL_TASK_STATUSES } from '../shared/contracts.js';
 import type { TaskSpec } from '../shared/mission.js';
-import { type HostInfo, routableHosts } from '../shared/registry.js';
+import { type HostInfo, routableHosts } from '../store/registry.js';
 import { criticalPath, longestChain } from './task-dag.js';
 
 /**
@@ -86,6 +86,10 @@ export interface Overview {
 
 const ACTIVE: readonly TaskStatus[] = ['running', 'verifying', 'reviewing'];
 
+export function isTerminal(status: TaskStatus): boolean {
+  return TERMINAL_TASK_STATUSES.includes(status);
+}
+
 function durationMs(state: LiveTask | undefined, now: number): number | null {
   const start = state?.startedAt ? Date.parse(state.startedAt) : Number.NaN;
   if (Number.isNaN(start)) return null;
@@ -126,12 +130,11 @@ function unservableChecker(hosts: readonly HostInfo[], now: number): (task: Spec
   const memo = new Map<string, string | null>();
   return (task) => {
     const key = [task.capability, task.cli ?? '', task.division ?? '', task.controlMode].join('\u0000');
-    let reason = memo.get(key);
-    if (reason === undefined) {
-      const route = routeTask(task as TaskSpec, routable);
-      reason = route.how === 'waiting' ? route.reason : null;
-      memo.set(key, reason);
-    }
+    const known = memo.get(key);
+    if (known !== undefined) return known;
+    const route = routeTask(task as TaskSpec, routable);
+    const reason = route.how === 'waiting' ? route.reason : null;
+    memo.set(key, reason);
     return reason;
   };
 }

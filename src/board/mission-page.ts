@@ -1,4 +1,5 @@
 import type { AuditEntry, MissionStatusJson } from '../shared/contracts.js';
+import { TASK_STATUSES } from '../shared/contracts.js';
 import type { MissionSpec, TaskSpec } from '../shared/mission.js';
 import { type AttemptView, attemptJobLinks, attemptsByTask } from './audit-view.js';
 import { renderGraphSvg } from './graph-svg.js';
@@ -6,7 +7,6 @@ import { html, type SafeHtml, trusted } from './html.js';
 import { renderOverview } from './overview-view.js';
 import { formatCost, formatTime, statusBadge } from './page.js';
 import type { LiveMission } from './read-mission-view.js';
-import { LEGEND_STATUSES } from './status-style.js';
 import { embedJson, taskViewModel } from './task-view-model.js';
 
 type TaskRow = MissionStatusJson['tasks'][number];
@@ -151,7 +151,7 @@ function renderFullGraph(live: LiveMission): SafeHtml {
   );
   const used = new Set(live.shape.tasks.map((t) => live.states[t.id]?.status ?? 'pending'));
   return html`<h2>Task graph</h2>
-<div class="legend">${LEGEND_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}<span class="muted">a heavier border marks the critical path</span></div>
+<div class="legend">${TASK_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}<span class="muted">a heavier border marks the critical path</span></div>
 <div class="graph-box">${graph}</div>`;
 }
 

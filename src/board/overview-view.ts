@@ -1,4 +1,4 @@
-import type { MissionStatus, TaskStatus } from '../shared/contracts.js';
+import { type MissionStatus, TASK_STATUSES, type TaskStatus } from '../shared/contracts.js';
 import { formatDuration } from '../shared/duration.js';
 import { html, type SafeHtml } from './html.js';
 import {
@@ -8,7 +8,7 @@ import {
   type Overview,
 } from './mission-overview.js';
 import { formatCost, statusBadge } from './page.js';
-import { LEGEND_STATUSES, statusStyle } from './status-style.js';
+import { statusStyle } from './status-style.js';
 
 /**
  * The top of the mission page: facts, the progress bar with a count per status, and the attention
@@ -70,7 +70,7 @@ function renderBar(overview: Overview): SafeHtml {
 }
 
 function renderCounts(overview: Overview): SafeHtml {
-  const items = LEGEND_STATUSES.map(
+  const items = TASK_STATUSES.map(
     (s) =>
       html`<li class="count${overview.counts[s] === 0 ? ' zero' : ''}" data-status="${s}"><button type="button" class="filter" data-filter="${s}" title="show only ${s.replace('_', ' ')} tasks">${statusBadge(s)} <span class="n">${overview.counts[s]}</span></button></li>`,
   );

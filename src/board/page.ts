@@ -1,5 +1,6 @@
+import { TASK_STATUSES } from '../shared/contracts.js';
 import { html, type SafeHtml, trusted } from './html.js';
-import { LEGEND_STATUSES, statusStyle } from './status-style.js';
+import { statusStyle } from './status-style.js';
 
 const CSS = `
 :root { color-scheme: light; --fg: #1f2933; --muted: #607080; --line: #e1e6eb; --bg: #f7f9fb; }
@@ -90,7 +91,7 @@ svg.graph a.node.selected rect { stroke: #ff6f00; }
 `;
 
 /** One class per task status for the compact view's squares and the list, in the shared palette. */
-const STATUS_CSS = LEGEND_STATUSES.map((status) => {
+const STATUS_CSS = TASK_STATUSES.map((status) => {
   const style = statusStyle(status);
   const fill = status === 'pending' ? '#ffffff' : style.stroke;
   return `.s-${status} { background: ${fill}; border-color: ${style.stroke}; }\ntd.st.s-${status} { background: ${style.fill}; color: ${style.text}; }`;

@@ -1,8 +1,8 @@
 import { buildOverview } from '../board/mission-overview.js';
-import type { FlotillaClient } from '../producer/client.js';
+import type { FlotillaClient } from '../mission/client.js';
 import type { MissionStatusJson } from '../shared/contracts.js';
 import type { TaskSpec } from '../shared/mission.js';
-import { listHosts } from '../shared/registry.js';
+import { listHosts } from '../store/registry.js';
 import type { Io } from './io.js';
 import { formatEventLine, LiveTable } from './progress.js';
 import { layoutScreen, type ScreenSize } from './screen-layout.js';

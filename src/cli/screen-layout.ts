@@ -1,5 +1,5 @@
-import type { AttentionItem, Overview } from '../board/mission-overview.js';
-import { isTerminal, type MissionStatusJson, type TaskStatus } from '../shared/contracts.js';
+import { type AttentionItem, isTerminal, type Overview } from '../board/mission-overview.js';
+import type { MissionStatusJson, TaskStatus } from '../shared/contracts.js';
 import { formatDuration } from '../shared/duration.js';
 
 /**
