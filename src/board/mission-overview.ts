@@ -37,6 +37,8 @@ export interface OverviewInput {
   /** Live hosts, or null when they were not read (the list is then not checked for unservable tasks). */
   readonly hosts: readonly HostInfo[] | null;
   readonly now: number;
+  /** The tasks in dependency order (task-dag.ts topologicalOrder), when the caller keeps it. */
+  readonly order?: readonly string[];
 }
 
 export type AttentionKind = 'failed' | 'needs_input' | 'unservable' | 'retrying';
@@ -176,35 +178,54 @@ export function estimateRemaining(input: {
   readonly states: Readonly<Record<string, LiveTask | undefined>>;
   readonly elapsedMs: number;
   readonly now: number;
+  readonly order?: readonly string[];
+  /** Each task's duration so far (durationsOf), when the caller has it. */
+  readonly durations?: ReadonlyMap<string, number | null>;
 }): Estimate | null {
-  const durations: number[] = [];
+  const durations = input.durations ?? durationsOf(input.tasks, input.states, input.now);
+  let sum = 0;
+  let timed = 0;
   let open = 0;
   let completed = 0;
   for (const task of input.tasks) {
-    const state = input.states[task.id];
-    const status = state?.status ?? 'pending';
+    const status = input.states[task.id]?.status ?? 'pending';
     if (!isTerminal(status)) open++;
     if (status === 'completed') {
       completed++;
-      const ms = durationMs(state, input.now);
-      if (ms !== null) durations.push(ms);
+      const ms = durations.get(task.id);
+      if (ms !== null && ms !== undefined) {
+        sum += ms;
+        timed++;
+      }
     }
   }
   if (completed === 0 || open === 0 || input.elapsedMs <= 0) return null;
-  const mean = durations.length ? durations.reduce((a, b) => a + b, 0) / durations.length : 0;
+  const mean = timed ? sum / timed : 0;
   const perMs = completed / input.elapsedMs;
-  const chainMs = longestChain(input.tasks, (id) => {
-    const state = input.states[id];
-    const status = state?.status ?? 'pending';
-    if (isTerminal(status)) return 0;
-    if (ACTIVE.includes(status)) return Math.max(0, mean - (durationMs(state, input.now) ?? 0));
-    return mean;
-  });
+  const chainMs = longestChain(
+    input.tasks,
+    (id) => {
+      const status = input.states[id]?.status ?? 'pending';
+      if (isTerminal(status)) return 0;
+      if (ACTIVE.includes(status)) return Math.max(0, mean - (durations.get(id) ?? 0));
+      return mean;
+    },
+    input.order,
+  );
   return {
     remainingMs: Math.round(Math.max(open / perMs, chainMs)),
     perHour: perMs * 3_600_000,
     chainMs: Math.round(chainMs),
   };
+}
+
+/** How long each task ran (or has run so far); null for a task that never started. */
+export function durationsOf(
+  tasks: readonly SpecTask[],
+  states: Readonly<Record<string, LiveTask | undefined>>,
+  now: number,
+): Map<string, number | null> {
+  return new Map(tasks.map((t) => [t.id, durationMs(states[t.id], now)]));
 }
 
 export function buildOverview(input: OverviewInput): Overview {
@@ -214,26 +235,34 @@ export function buildOverview(input: OverviewInput): Overview {
   const created = Date.parse(input.createdAt);
   const end = input.finishedAt ? Date.parse(input.finishedAt) : input.now;
   const elapsedMs = Number.isNaN(created) || Number.isNaN(end) ? 0 : Math.max(0, end - created);
-  // The critical path: finished tasks weigh what they took, the rest what a completed task takes on average.
-  const known = input.tasks
-    .map((t) => durationMs(input.states[t.id], input.now))
-    .filter((ms): ms is number => ms !== null);
-  const mean = known.length ? known.reduce((a, b) => a + b, 0) / known.length : 1;
-  const path = criticalPath(input.tasks, (id) => {
-    const state = input.states[id];
-    if (state?.status === 'skipped' || state?.status === 'cancelled') return 0;
-    const ms = durationMs(state, input.now);
-    return ms === null ? mean : Math.max(ms, ACTIVE.includes(state?.status ?? 'pending') ? mean : 0);
-  });
+  const durations = durationsOf(input.tasks, input.states, input.now);
+  // The critical path: finished tasks weigh what they took, the rest what a task takes on average.
+  let sum = 0;
+  let timed = 0;
+  for (const ms of durations.values()) {
+    if (ms !== null) {
+      sum += ms;
+      timed++;
+    }
+  }
+  const mean = timed ? sum / timed : 1;
+  const path = criticalPath(
+    input.tasks,
+    (id) => {
+      const status = input.states[id]?.status ?? 'pending';
+      if (status === 'skipped' || status === 'cancelled') return 0;
+      const ms = durations.get(id) ?? null;
+      return ms === null ? mean : Math.max(ms, ACTIVE.includes(status) ? mean : 0);
+    },
+    input.order,
+  );
   return {
     total: input.tasks.length,
     counts,
     finished,
     costUsd: input.costUsd,
     elapsedMs,
-    estimate: input.finishedAt
-      ? null
-      : estimateRemaining({ tasks: input.tasks, states: input.states, elapsedMs, now: input.now }),
+    estimate: input.finishedAt ? null : estimateRemaining({ ...input, elapsedMs, durations }),
     hosts: input.hosts ? summarizeHosts(input.hosts) : null,
     attention: attentionOf(input),
     criticalPath: path,

@@ -9,7 +9,11 @@ export interface DagTask {
   readonly dependsOn: readonly string[];
 }
 
-/** Task ids in an order where every task comes after its dependencies (Kahn's algorithm). */
+/**
+ * Task ids in an order where every task comes after its dependencies (Kahn's algorithm). The
+ * functions below take it as an argument too, so a reader that keeps it (the graph never changes)
+ * does not sort 10,000 tasks on every read.
+ */
 export function topologicalOrder(tasks: readonly DagTask[]): string[] {
   const ids = new Set(tasks.map((t) => t.id));
   const waiting = new Map<string, number>();
@@ -54,12 +58,16 @@ export function depthsOf(tasks: readonly DagTask[]): Map<string, number> {
  * how long it took (or is expected to take), the chain that bounds how soon the mission can end.
  * Ties go to the task listed first, so the answer is stable from one read to the next.
  */
-export function criticalPath(tasks: readonly DagTask[], weight: (id: string) => number): string[] {
+export function criticalPath(
+  tasks: readonly DagTask[],
+  weight: (id: string) => number,
+  order: readonly string[] = topologicalOrder(tasks),
+): string[] {
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const best = new Map<string, { total: number; via: string | null }>();
   let end: string | null = null;
   let endTotal = -1;
-  for (const id of topologicalOrder(tasks)) {
+  for (const id of order) {
     let via: string | null = null;
     let before = 0;
     for (const dep of byId.get(id)?.dependsOn ?? []) {
@@ -82,8 +90,12 @@ export function criticalPath(tasks: readonly DagTask[], weight: (id: string) => 
 }
 
 /** The total weight of the heaviest chain: how long the rest takes with unlimited hosts. */
-export function longestChain(tasks: readonly DagTask[], weight: (id: string) => number): number {
-  const path = criticalPath(tasks, weight);
+export function longestChain(
+  tasks: readonly DagTask[],
+  weight: (id: string) => number,
+  order: readonly string[] = topologicalOrder(tasks),
+): number {
+  const path = criticalPath(tasks, weight, order);
   return path.reduce((sum, id) => sum + Math.max(0, weight(id)), 0);
 }
 
