@@ -79,6 +79,8 @@ export function renderTask(
   attempts: readonly AttemptView[],
   missionId: string,
   queuesBase: string,
+  /** Where a dependency links to: its section on a small mission's page, or its detail. */
+  taskHref: (id: string) => string = (id) => `#${taskAnchor(id)}`,
 ): SafeHtml {
   const status = row?.status ?? 'pending';
   return html`<section class="card task" id="${taskAnchor(task.id)}" data-task="${task.id}">
@@ -87,7 +89,7 @@ export function renderTask(
 <div><span>attempts</span>${row?.attempts ?? 0} of ${task.maxAttempts}</div>
 <div><span>capability</span>${task.capability}</div>
 ${task.cli ? html`<div><span>pinned CLI</span>${task.cli}</div>` : ''}
-${task.dependsOn.length ? html`<div><span>depends on</span>${task.dependsOn.map((d, i) => html`${i ? ', ' : ''}<a href="#${taskAnchor(d)}">${d}</a>`)}</div>` : ''}
+${task.dependsOn.length ? html`<div><span>depends on</span>${task.dependsOn.map((d, i) => html`${i ? ', ' : ''}<a href="${taskHref(d)}">${d}</a>`)}</div>` : ''}
 ${row?.host ? html`<div><span>host</span>${row.host}</div>` : ''}
 ${row?.cli ? html`<div><span>CLI</span>${row.cli}</div>` : ''}
 ${row?.score !== null && row?.score !== undefined ? html`<div><span>score</span><span class="score">${row.score}</span></div>` : ''}

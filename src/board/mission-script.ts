@@ -183,7 +183,10 @@ export const MISSION_SCRIPT = `
   function setStatus(i, next) {
     if (status[i] === next) return false;
     status[i] = next;
-    if (cells[i]) cells[i].className = cellClass(i);
+    if (cells[i]) {
+      cells[i].className = cellClass(i);
+      cells[i].removeAttribute('title');
+    }
     var node = document.querySelector('svg.graph a.node[data-task="' + CSS.escape(model.ids[i]) + '"]');
     if (node) {
       node.setAttribute('data-status', next);

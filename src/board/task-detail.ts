@@ -11,6 +11,8 @@ export const NEIGHBOURHOOD_LEVELS = [1, 2, 3] as const;
 /** Tasks drawn at most around one task: beyond that the drawing is no longer readable. */
 export const NEIGHBOURHOOD_LIMIT = 120;
 
+const detailHref = (id: string) => `#task=${encodeURIComponent(id)}`;
+
 export function clampLevels(raw: unknown): number {
   const n = Number(raw);
   return NEIGHBOURHOOD_LEVELS.find((level) => level === n) ?? 2;
@@ -49,7 +51,7 @@ export function renderTaskDetail(input: {
       };
     });
   const svg = renderGraphSvg(nodes, {
-    href: (id) => `#task=${encodeURIComponent(id)}`,
+    href: detailHref,
     selected: taskId,
     critical,
   });
@@ -64,5 +66,5 @@ export function renderTaskDetail(input: {
 <div class="nbhd-bar"><span>Neighbourhood: ${near.ids.size} tasks, levels</span> ${levelButtons} <button type="button" class="zoom">actual size</button>${near.truncated ? html` <span class="muted">cut at ${NEIGHBOURHOOD_LIMIT} tasks</span>` : ''}</div>
 <div class="nbhd-box graph-box">${svg}</div>
 </div>
-${renderTask(task, state, attempts, live.shape.id, input.queuesBase)}`;
+${renderTask(task, state, attempts, live.shape.id, input.queuesBase, detailHref)}`;
 }

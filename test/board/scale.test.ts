@@ -144,8 +144,11 @@ async function checkOverview(page: Page, seeded: Seeded): Promise<void> {
   expect(reasons).toContain(`pinned CLI '${MISSING_CLI}' is on no live host`);
 
   // The attention list starts on the first screen, and nothing scrolls sideways at 1400 px.
-  const box = await page.locator('section.attention').boundingBox();
-  expect(box?.y ?? 9999).toBeLessThan(VIEWPORT.height / 2);
+  // Read in one step in the page: the live poll replaces the overview every 2 s.
+  const top = (await page.evaluate(
+    "document.querySelector('section.attention').getBoundingClientRect().top",
+  )) as number;
+  expect(top).toBeLessThan(VIEWPORT.height / 2);
   await expectNoSidewaysScroll(page);
 }
 
@@ -184,6 +187,11 @@ async function checkNeighbourhood(page: Page, seeded: Seeded): Promise<void> {
   })()`)) as [number, number];
   expect(fit[0]).toBeLessThanOrEqual(fit[1]);
   expect(await page.locator('#detail section.task h3.task-title').innerText()).toContain(chosen.id);
+  // A dependency, from the detail's facts, opens that task's detail in its place.
+  const dep = chosen.deps[0] ?? '';
+  await page.locator(`#detail section.task .facts a`, { hasText: dep }).first().click();
+  await page.locator(`#detail .nbhd[data-task="${dep}"] svg.graph a.node.selected`).waitFor();
+  expect(page.url()).toContain(`#task=${dep}`);
   await expectNoSidewaysScroll(page);
 }
 
@@ -208,6 +216,12 @@ async function checkGrid(page: Page, seeded: Seeded): Promise<void> {
   await page.locator('#search').fill(one);
   expect(await page.locator('#grid i.c:not(.hide)').count()).toBe(1);
   await page.locator('#search').fill('');
+  // A square opens its task's detail.
+  await page.locator(`#grid i.c[data-i="${Math.floor(n / 3)}"]`).click();
+  await page.locator(`#detail .nbhd[data-task="${one}"]`).waitFor();
+  expect(await page.locator('#grid i.c.sel').getAttribute('data-i')).toBe(String(Math.floor(n / 3)));
+  await page.locator('#detail button.close').click();
+  expect(await page.locator('#detail').isHidden()).toBe(true);
 }
 
 async function screenshot(page: Page, n: number): Promise<void> {
