@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +10,7 @@ import type { MissionSpec } from '../../src/shared/mission.js';
 import { connectOrFail, type RedisClient } from '../../src/shared/redis.js';
 import { MissionStore } from '../../src/store/mission-store.js';
 import { publishHost } from '../../src/store/registry.js';
-import { ROOT } from '../helpers/flotilla.js';
+import { indent, ROOT, SIM_ADAPTERS, SIM_BIN, sim } from '../helpers/flotilla.js';
 import { leakCheck, trackConnection } from '../helpers/leak-check.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
@@ -37,15 +39,16 @@ function tmux(...args: string[]) {
   return run('tmux', ['-L', SOCKET, ...args]);
 }
 
-async function screen(): Promise<string[]> {
-  const { stdout } = await tmux('capture-pane', '-p', '-t', 'watch');
+/** The pane's lines; with `history`, the lines that scrolled off its top too. */
+async function screen(session = 'watch', history = false): Promise<string[]> {
+  const { stdout } = await tmux('capture-pane', '-p', '-t', session, ...(history ? ['-S', '-'] : []));
   return stdout.split('\n');
 }
 
-async function screenWith(text: string): Promise<string[]> {
-  const deadline = Date.now() + 30_000;
+async function screenWith(text: string, session = 'watch', timeoutMs = 30_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const lines = await screen();
+    const lines = await screen(session);
     if (lines.some((l) => l.includes(text))) return lines;
     if (Date.now() > deadline) throw new Error(`the screen never showed '${text}':\n${lines.join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -154,5 +157,73 @@ describe('status --watch, the live view', () => {
     expect(out).not.toContain('\x1b[');
     child.kill('SIGTERM');
     await child;
+  });
+
+  it('run on a terminal draws its live view in place and ends with the summary', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flotilla-live-'));
+    try {
+      await mkdir(join(dir, 'ws'));
+      const task = (id: string, deps: string[], steps: string, criteria: string) => [
+        `  - id: ${id}`,
+        `    title: ${id}`,
+        '    critic: false',
+        `    depends_on: [${deps.join(', ')}]`,
+        `    exit_criteria: [${JSON.stringify(criteria)}]`,
+        '    description: |',
+        indent(sim(steps)),
+      ];
+      const file = join(dir, 'mission.yaml');
+      await writeFile(
+        file,
+        [
+          'goal: live view mission',
+          'workspace: ./ws',
+          'defaults: { max_attempts: 2, backoff: 100ms }',
+          'tasks:',
+          ...task('good', [], '- write: {path: a.txt, content: a}', 'test -f a.txt'),
+          ...task('bad', [], '- write: {path: b.txt, content: no}', 'grep -q yes b.txt'),
+          ...task('after', ['bad'], '- write: {path: c.txt, content: c}', 'test -f c.txt'),
+        ].join('\n'),
+      );
+      await tmux(
+        'new-session',
+        '-d',
+        '-s',
+        'run',
+        '-x',
+        String(COLS),
+        '-y',
+        String(ROWS),
+        '-e',
+        `REDIS_URL=${server.url}`,
+        '-e',
+        `FLOTILLA_PREFIX=${uniquePrefix()}`,
+        '-e',
+        `FLOTILLA_HOME=${join(dir, 'home')}`,
+        '-e',
+        'LOG_LEVEL=silent',
+        // tmux sets PATH itself, so the stand-in agent's folder goes in through env(1). The pane
+        // stays after the command exits, so its last screen can be read.
+        'env',
+        `PATH=${SIM_BIN}${delimiter}${process.env.PATH ?? ''}`,
+        'sh',
+        '-c',
+        `node ${JSON.stringify(BIN)} run ${JSON.stringify(file)} --adapters ${JSON.stringify(SIM_ADAPTERS)}; sleep 600`,
+      );
+      await screenWith('Mission partial', 'run', 90_000);
+      const all = await screen('run', true);
+      // One frame, redrawn: its header is on the screen once, not once per redraw.
+      const headers = all.filter((l) => /^\S+ — (running|partial) — /.test(l));
+      expect(headers).toHaveLength(1);
+      expect(headers[0]).toMatch(/ — partial — /);
+      const frame = all.slice(all.indexOf(headers[0] ?? ''));
+      expect(frame[1]).toContain('3/3 finished (100%)');
+      expect(frame[2]).toBe('failed 1 · completed 1 · skipped 1');
+      expect(frame[3]).toBe('Attention (1)');
+      expect(frame[4]).toMatch(/^ {2}failed +bad +out of attempts/);
+      expect(frame.join('\n')).toContain('Mission partial: live view mission');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
