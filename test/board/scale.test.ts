@@ -187,6 +187,13 @@ async function checkNeighbourhood(page: Page, seeded: Seeded): Promise<void> {
   })()`)) as [number, number];
   expect(fit[0]).toBeLessThanOrEqual(fit[1]);
   expect(await page.locator('#detail section.task h3.task-title').innerText()).toContain(chosen.id);
+  // One level each way: the task, its dependencies and its dependents, nothing more.
+  await page.locator('#detail button.levels[data-levels="1"]').click();
+  await page.locator('#detail .nbhd[data-levels="1"]').waitFor();
+  const near = await page
+    .locator('#detail .nbhd svg.graph a.node')
+    .evaluateAll((els) => els.map((e) => e.getAttribute('data-task')));
+  expect(near.sort()).toEqual([...new Set([chosen.id, ...chosen.deps, ...chosen.dependents])].sort());
   // A dependency, from the detail's facts, opens that task's detail in its place.
   const dep = chosen.deps[0] ?? '';
   await page.locator(`#detail section.task .facts a`, { hasText: dep }).first().click();
@@ -215,6 +222,23 @@ async function checkGrid(page: Page, seeded: Seeded): Promise<void> {
   const one = seeded.spec.tasks[Math.floor(n / 3)]?.id ?? '';
   await page.locator('#search').fill(one);
   expect(await page.locator('#grid i.c:not(.hide)').count()).toBe(1);
+  await page.locator('#search').fill('');
+  // Grouped by capability: one row per capability, and the list view shows matching tasks as rows.
+  await page.locator('#group').selectOption('capability');
+  const labels = await page
+    .locator('#grid .group .glabel')
+    .evaluateAll((els) => els.map((e) => (e.firstChild?.textContent ?? '').trim()));
+  expect(labels.sort()).toEqual([...new Set(seeded.spec.tasks.map((t) => t.capability))].sort());
+  await page.locator('#view').selectOption('list');
+  await page.locator('#search').fill('parser');
+  const rows = await page
+    .locator('#task-list tbody tr')
+    .evaluateAll((els) => els.map((e) => e.textContent ?? ''));
+  const parsers = seeded.spec.tasks.filter((t) => t.title.includes('parser')).length;
+  expect(rows).toHaveLength(Math.min(500, parsers));
+  expect(rows.every((r) => r.includes('parser'))).toBe(true);
+  await page.locator('#view').selectOption('grid');
+  await page.locator('#group').selectOption('depth');
   await page.locator('#search').fill('');
   // A square opens its task's detail.
   await page.locator(`#grid i.c[data-i="${Math.floor(n / 3)}"]`).click();
