@@ -42,7 +42,10 @@ export interface OverviewInput {
 }
 
 export type AttentionKind = 'failed' | 'needs_input' | 'unservable' | 'retrying';
-/** The order the attention list is read in: what is lost, what a person must answer, what is stuck, what is trying again. */
+/**
+ * The order the attention list is read in: what is lost, what a person must answer, what is stuck,
+ * what is trying again (waiting for its next attempt, or on an attempt after the first).
+ */
 export const ATTENTION_ORDER: readonly AttentionKind[] = ['failed', 'needs_input', 'unservable', 'retrying'];
 
 export interface AttentionItem {
@@ -162,6 +165,10 @@ function attentionOf(input: OverviewInput): AttentionItem[] {
       if (reason) items.push({ ...base, kind: 'unservable', detail: reason });
       else if (state.status === 'retrying')
         items.push({ ...base, kind: 'retrying', detail: state.error ?? 'retrying' });
+      else if (state.attempts > 1) items.push({ ...base, kind: 'retrying', detail: 'queued again' });
+    } else if (ACTIVE.includes(state.status) && state.attempts > 1) {
+      // A retry under way: the attempt's error was cleared when it started.
+      items.push({ ...base, kind: 'retrying', detail: `${state.status.replace('_', ' ')} again` });
     }
   }
   // Stable: kinds in reading order, tasks in file order within a kind.

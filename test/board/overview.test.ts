@@ -59,6 +59,8 @@ describe('buildOverview: counts and the attention list', () => {
     spec('pinned', [], { cli: 'aider' }),
     spec('waits'),
     spec('later', ['broken']),
+    spec('second', [], { capability: 'code_implementation' }),
+    spec('requeued'),
   ];
   const states: Record<string, LiveTask> = {
     ok: state('completed', { startedAt: at(0), finishedAt: at(10) }),
@@ -69,6 +71,8 @@ describe('buildOverview: counts and the attention list', () => {
     pinned: state('retrying', { attempts: 2, error: 'timed out' }),
     waits: state('queued'),
     later: state('skipped', { attempts: 0 }),
+    second: state('verifying', { attempts: 2 }),
+    requeued: state('queued', { attempts: 3 }),
   };
   const overview = buildOverview({
     tasks,
@@ -81,13 +85,14 @@ describe('buildOverview: counts and the attention list', () => {
   });
 
   it('counts every status and what has finished', () => {
-    expect(overview.total).toBe(8);
+    expect(overview.total).toBe(10);
     expect(overview.counts).toMatchObject({
       completed: 1,
       failed: 1,
       needs_input: 1,
       retrying: 2,
-      queued: 2,
+      queued: 3,
+      verifying: 1,
       skipped: 1,
       pending: 0,
     });
@@ -103,6 +108,8 @@ describe('buildOverview: counts and the attention list', () => {
       ['unservable', 'migrate'],
       ['unservable', 'pinned'],
       ['retrying', 'again'],
+      ['retrying', 'second'],
+      ['retrying', 'requeued'],
     ]);
     const detail = Object.fromEntries(overview.attention.map((a) => [a.taskId, a.detail]));
     expect(detail.broken).toBe('out of attempts: exit criteria failed');
@@ -110,6 +117,8 @@ describe('buildOverview: counts and the attention list', () => {
     expect(detail.migrate).toMatch(/^no live host serves data_migration/);
     expect(detail.pinned).toMatch(/^pinned CLI 'aider' is on no live host/);
     expect(detail.again).toBe('critic score 5 below 7');
+    expect(detail.second).toBe('verifying again');
+    expect(detail.requeued).toBe('queued again');
   });
 
   it('does not call tasks unservable when the hosts were not read (a finished mission)', () => {
@@ -122,7 +131,14 @@ describe('buildOverview: counts and the attention list', () => {
       hosts: null,
       now: T0,
     });
-    expect(without.attention.map((a) => a.kind)).toEqual(['failed', 'needs_input', 'retrying', 'retrying']);
+    expect(without.attention.map((a) => a.kind)).toEqual([
+      'failed',
+      'needs_input',
+      'retrying',
+      'retrying',
+      'retrying',
+      'retrying',
+    ]);
     expect(without.estimate).toBeNull();
     expect(without.hosts).toBeNull();
   });
@@ -142,6 +158,7 @@ describe('buildOverview: counts and the attention list', () => {
       'migrate',
       'pinned',
       'waits',
+      'requeued',
     ]);
   });
 });
