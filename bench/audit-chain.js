@@ -1,6 +1,6 @@
 /**
  * The hash-chained audit trail's cost (docs/RECEIPTS.md, docs/BENCHMARKS.md): appending an entry
- * with its chain link (one EVAL of store/lua/append-audit-2.lua: SHA-256 in Lua over 128 bytes,
+ * with its chain link (one EVAL of store/lua/append-audit-3.lua: SHA-256 in Lua over 128 bytes,
  * content hash in Node) against the plain RPUSH of the same JSON it replaced, for a small entry
  * (a gate row) and a large one (a run row with a 20 kB prompt and 20 kB of output); then the
  * verifier's side: recomputing the chain of a long trail, and signing and checking a receipt.

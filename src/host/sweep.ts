@@ -39,7 +39,7 @@ export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{
         missionId: id,
         task,
         attempt: state.attempts,
-        cli: state.escalation?.cli ?? null,
+        cli: state.escalated?.cli ?? null,
       });
       repaired.push(`${id}/${task.id} a${state.attempts}`);
     }

@@ -142,7 +142,7 @@ export class FlotillaClient {
       missionId: id,
       task,
       attempt: outcome.attempts,
-      cli: state.escalation?.cli ?? null,
+      cli: state.escalated?.cli ?? null,
     });
     return { attempt: outcome.attempts };
   }

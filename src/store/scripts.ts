@@ -14,10 +14,10 @@ function load(name: string, prelude: readonly string[] = ['common.lua']): string
 }
 
 export const MARK_SCRIPT = load('mark-2.lua');
-export const SETTLE_SCRIPT = load('settle-4.lua', ['common.lua', 'sha256.lua', 'audit-append.lua']);
+export const SETTLE_SCRIPT = load('settle-5.lua', ['common.lua', 'sha256.lua', 'audit-append.lua']);
 export const CANCEL_SCRIPT = load('cancel-2.lua');
-/** The audit trail's append, with its hash-chain link (shared/audit-chain.ts). */
-export const APPEND_AUDIT_SCRIPT = load('append-audit-2.lua', ['sha256.lua', 'audit-append.lua']);
+/** The audit trail's append: its hash-chain link (shared/audit-chain.ts) and its task's index. */
+export const APPEND_AUDIT_SCRIPT = load('append-audit-3.lua', ['sha256.lua', 'audit-append.lua']);
 /** sha256.lua alone, for its test against node:crypto. */
 export const SHA256_SCRIPT = load('sha256-0.lua', ['sha256.lua']);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { attemptsByTask } from '../../src/board/audit-view.js';
-import { renderMissionPage } from '../../src/board/mission-page.js';
-import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
+import { renderTask } from '../../src/board/mission-page.js';
+import type { AuditEntry } from '../../src/shared/contracts.js';
 import type { MissionSpec } from '../../src/shared/mission.js';
 
 /** The board says which tier and CLI each attempt ran with, and why it escalated. */
@@ -58,7 +58,7 @@ describe('board: tier, CLI and escalation per attempt', () => {
     ]);
   });
 
-  it('the mission page shows them on each attempt', () => {
+  it("a task's section (small mission page, large mission's detail) shows them on each attempt", () => {
     const spec: MissionSpec = {
       goal: 'g',
       workspace: '/w',
@@ -85,18 +85,10 @@ describe('board: tier, CLI and escalation per attempt', () => {
         },
       ],
     };
-    const status: MissionStatusJson = {
-      id: 'm',
-      goal: 'g',
-      status: 'running',
-      createdAt: at,
-      finishedAt: null,
-      branch: 'flotilla/m',
-      tasks: [
-        { id: 't', status: 'running', attempts: 3, cli: 'other', host: 'h1', score: null, error: null },
-      ],
-    };
-    const page = renderMissionPage({ status, spec, summary: null, audit, queuesBase: '/queues' }).value;
+    const task = spec.tasks[0];
+    if (!task) throw new Error('no task');
+    const views = attemptsByTask(audit).get('t') ?? [];
+    const page = renderTask(task, undefined, views, 'm', '/queues').value;
     expect(page).toContain('tier execution (sim-medium)');
     expect(page).toContain('tier planning (other-large)');
     expect(page).toContain('escalated: attempt 2 failed; escalated to other (another vendor)');

@@ -17,7 +17,7 @@ export async function escalateRetry(
   const steps = input.task.escalate ?? [];
   if (steps.length === 0) return null;
   const state = await ctx.store.getTask(input.missionId, input.task.id);
-  const current = (state?.escalation ?? null) as StoredEscalation | null;
+  const current = (state?.escalated ?? null) as StoredEscalation | null;
   // cjson stores an empty list as `{}`, so a list is only trusted when it is one.
   const before = Array.isArray(current?.tried) ? current.tried : [];
   const tried = [...new Set([...before, ...(input.failedCli ? [input.failedCli] : [])])];

@@ -64,8 +64,8 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
           baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
         })
       : null;
-  const patch = { ...settlePatch(decision, result), ...(escalation ? { escalation } : {}) };
-  // The audit row goes in with the transition (settle-4.lua): none is lost to a crash in between.
+  const patch = { ...settlePatch(decision, result), ...(escalation ? { escalated: escalation } : {}) };
+  // The audit row goes in with the transition (settle-5.lua): none is lost to a crash in between.
   const entry: AuditInput = {
     at: now,
     taskId,
@@ -154,9 +154,7 @@ async function applyEffects(
     outcome.taskStatus === 'retrying'
   ) {
     // Read back, not recomputed: a replayed gate sends the retry where the first one decided.
-    const escalated = task.escalate?.length
-      ? (await ctx.store.getTask(missionId, task.id))?.escalation
-      : null;
+    const escalated = task.escalate?.length ? (await ctx.store.getTask(missionId, task.id))?.escalated : null;
     await enqueueAttempt(ctx, {
       missionId,
       task,

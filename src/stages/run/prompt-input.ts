@@ -71,8 +71,8 @@ export async function gatherPromptFacts(
   return {
     input,
     ...(allowedPaths ? { allowedPaths } : {}),
-    modelTier: state?.escalation?.tier ?? agent.modelTier,
-    ...(state?.escalation?.reason ? { escalation: state.escalation.reason } : {}),
+    modelTier: state?.escalated?.tier ?? agent.modelTier,
+    ...(state?.escalated?.reason ? { escalation: state.escalated.reason } : {}),
     costUsd: state?.costUsd ?? 0,
   };
 }
