@@ -1,7 +1,8 @@
 /**
  * The hash-chained audit trail's cost (docs/RECEIPTS.md, docs/BENCHMARKS.md): appending an entry
  * with its chain link (one EVAL of store/lua/append-audit-3.lua: SHA-256 in Lua over 128 bytes,
- * content hash in Node) against the plain RPUSH of the same JSON it replaced, for a small entry
+ * content hash in Node) against what it replaced — the indexed append (an EVAL that RPUSHes the JSON
+ * and records its position under its task, the script before the chain) — and a bare RPUSH, for a small entry
  * (a gate row) and a large one (a run row with a 20 kB prompt and 20 kB of output); then the
  * verifier's side: recomputing the chain of a long trail, and signing and checking a receipt.
  * Round trips are the same (one per entry); what grows is time in Redis and in the appender.
@@ -82,6 +83,14 @@ function runEntry(i) {
   };
 }
 
+/** The append before the chain (store/lua/audit-2.lua at the time): push, then index by task. */
+const INDEXED_APPEND = `local n = redis.call('RPUSH', KEYS[1], ARGV[2])
+local at = tostring(n - 1)
+local known = redis.call('HGET', KEYS[2], ARGV[1])
+if known then at = known .. ',' .. at end
+redis.call('HSET', KEYS[2], ARGV[1], at)
+return n - 1`;
+
 function parseStats(info) {
   const out = {};
   for (const line of info.split('\r\n')) {
@@ -109,12 +118,14 @@ async function appendRun(redis, client, store, variant, make, n, round) {
     now: new Date().toISOString(),
   });
   const entries = Array.from({ length: n }, (_, i) => make(i));
-  const key = missionKeys(store.prefix, id).audit;
+  const keys = missionKeys(store.prefix, id);
   const before = parseStats(await redis.admin.info('commandstats'));
   const started = performance.now();
   for (const entry of entries) {
-    if (variant === 'rpush')
-      await client.rpush(key, JSON.stringify({ ...entry, message: renderAuditEvent(entry.event) }));
+    const json = () => JSON.stringify({ ...entry, message: renderAuditEvent(entry.event) });
+    if (variant === 'rpush') await client.rpush(keys.audit, json());
+    else if (variant === 'indexed')
+      await client.eval(INDEXED_APPEND, 2, keys.audit, keys.auditIndex, entry.taskId, json());
     else await store.audit(id, entry);
   }
   const ms = performance.now() - started;
@@ -125,6 +136,9 @@ async function appendRun(redis, client, store, variant, make, n, round) {
     redisUsec: usecPerCall(before, after, variant === 'rpush' ? 'rpush' : 'eval'),
   };
 }
+
+const VARIANTS = ['rpush', 'indexed', 'chained'];
+const LABELS = { rpush: 'bare RPUSH', indexed: 'indexed EVAL (before)', chained: 'chained + indexed EVAL' };
 
 export async function run(options = {}) {
   const n = options.n ?? 2_000;
@@ -139,10 +153,10 @@ export async function run(options = {}) {
       ['gate (~0.5 kB)', gateEntry],
       ['run (~40 kB)', runEntry],
     ]) {
-      const samples = { rpush: [], chained: [] };
+      const samples = { rpush: [], indexed: [], chained: [] };
       for (let round = 0; round < runs; round++) {
         // Interleaved, so load from other processes hits both alike.
-        for (const variant of ['rpush', 'chained'])
+        for (const variant of VARIANTS)
           samples[variant].push(
             await appendRun(
               redis,
@@ -155,16 +169,11 @@ export async function run(options = {}) {
             ),
           );
       }
-      for (const variant of ['rpush', 'chained']) {
+      for (const variant of VARIANTS) {
         const client_ = summarize(samples[variant].map((s) => s.perEntryMs));
         const server = summarize(samples[variant].map((s) => s.redisUsec));
         results[`${size} ${variant}`] = { clientMs: client_, redisUsec: server };
-        rows.push([
-          size,
-          variant === 'rpush' ? 'RPUSH (before)' : 'chained EVAL',
-          fmtStats(client_, 3),
-          fmtStats(server, 1),
-        ]);
+        rows.push([size, LABELS[variant], fmtStats(client_, 3), fmtStats(server, 1)]);
       }
       if (size.startsWith('gate')) results.lastChainedGateMission = samples.chained.at(-1)?.id;
     }
