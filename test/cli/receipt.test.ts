@@ -210,4 +210,10 @@ describe('mission receipt', () => {
     const hash = createHash('sha256').update(prompt).digest('hex');
     expect(receipt.tasks.find((t) => t.id === 'first')?.attempts[1]?.promptHash).toBe(hash);
   });
+
+  it('receipt of an unknown mission is exit 2 with its name', async () => {
+    const io = captureIo();
+    expect(await main(['receipt', 'no-such-mission'], io)).toBe(2);
+    expect(io.lines.join('\n')).toMatch(/no mission 'no-such-mission'/);
+  });
 });
