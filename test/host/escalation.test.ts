@@ -1,6 +1,7 @@
 import { copyFile, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
 import { indent, ROOT, SIM_ADAPTERS, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**
@@ -86,6 +87,16 @@ describe('escalation', () => {
       tier: 'planning',
       escalation: 'attempt 2 failed; escalated to flotilla-sim-other (another vendor)',
     });
+    // `flotilla status <id>` says it under the table.
+    vi.stubEnv('REDIS_URL', cluster.redis.url);
+    vi.stubEnv('FLOTILLA_PREFIX', cluster.config.prefix);
+    const lines: string[] = [];
+    const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t), isTTY: false };
+    expect(await main(['status', id], io)).toBe(0);
+    vi.unstubAllEnvs();
+    expect(lines).toContain(
+      '  hard: planning tier; attempt 2 failed; escalated to flotilla-sim-other (another vendor)',
+    );
     let receipt = await cluster.client.store.getReceipt(id);
     for (let i = 0; i < 100 && !receipt; i++) {
       await new Promise((r) => setTimeout(r, 100));

@@ -78,6 +78,7 @@ export async function status(
     if (!args.json) {
       for (const t of s.tasks) {
         if (t.route && (t.status === 'queued' || t.status === 'pending')) io.out(`  ${t.id}: ${t.route}`);
+        if (t.escalation) io.out(`  ${t.id}: ${t.tier ? `${t.tier} tier; ` : ''}${t.escalation}`);
         if (t.questions)
           io.out(
             `  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`,
