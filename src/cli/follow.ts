@@ -14,7 +14,7 @@ export async function followMission(
   options: { json: boolean; signal?: AbortSignal },
 ): Promise<MissionStatusJson> {
   const live = io.isTTY && !options.json;
-  const table = new LiveTable((text) => process.stdout.write(text));
+  let table = new LiveTable((text) => process.stdout.write(text));
   let timer: NodeJS.Timeout | undefined;
   if (live) {
     const redraw = async () => table.draw(renderTable(await client.status(id)));
@@ -25,6 +25,13 @@ export async function followMission(
     const final = await client.wait(id, {
       signal: options.signal,
       onEvent: (event) => {
+        if (live && event.status === 'waiting') {
+          // A task nobody can serve must be said even under the live table: the line goes above
+          // it, and the table starts again below.
+          io.out(`${event.taskId} waits: ${event.message}`);
+          table = new LiveTable((text) => process.stdout.write(text));
+          return;
+        }
         if (live || event.type === 'mission') return;
         (options.json ? io.err : io.out)(formatEventLine(event));
       },

@@ -41,9 +41,12 @@ export async function submitValidMission(
     stage: 'mission',
     message: `submitted: ${spec.tasks.length} tasks, workspace ${workspace.repo} at ${workspace.baseCommit.slice(0, 12)}, integration branch ${workspace.branch}`,
   });
+  for (const note of workspace.notes) {
+    await ctx.store.audit(id, { at: now, taskId: '', attempt: 0, stage: 'mission', message: note });
+  }
   for (const task of spec.tasks) {
     if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
   }
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
-  return { id, branch: workspace.branch, repo: workspace.repo };
+  return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes };
 }
