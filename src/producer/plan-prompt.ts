@@ -110,6 +110,10 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   control_mode: `how freely the agent may change files: ${CONTROL_MODES.join(', ')} (default guarded)`,
   backoff: 'pause before a retry, like 5s (default 5s)',
   budget_usd: 'a spending limit in US dollars; leave out',
+  critic: 'false turns the independent review off for every task; leave out (coding tasks are reviewed)',
+  kind: 'the kind of every task that gives none; leave out',
+  cli: 'pin every task to one agent CLI; leave out',
+  allowed_paths: 'folders every task may write, like [src/, test/]; leave out unless the goal limits them',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {

@@ -17,8 +17,11 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
-  const spawned = audit.filter((entry) => entry.stage === 'run' || entry.stage === 'critic').length;
-  const summary = formatSummary(status, { repo: meta.repo, spawned });
+  // A CLI process is an audit entry of a run or a review that names its CLI (a budget refusal names none).
+  const runs = audit.filter((entry) => (entry.stage === 'run' || entry.stage === 'critic') && entry.cli);
+  const spawned = runs.length;
+  const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
+  const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
   await ctx.store.audit(missionId, {

@@ -226,6 +226,16 @@ export async function runAttempt(
       // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
       if (signal?.reason !== MISSION_CANCELLED)
         throw new Error(`CLI stopped: ${String(signal?.reason ?? 'aborted')}`);
+      // The CLI did run: the audit (and the summary's count of agent runs) says so.
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'run',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        message: `${adapter.displayName} stopped by the mission's cancel after ${Math.round((Date.now() - started) / 1000)}s`,
+      });
       return {
         ...base,
         cli: adapter.cli,
