@@ -325,6 +325,7 @@ export class MissionStore {
       createdAt: meta.createdAt,
       finishedAt: meta.finishedAt,
       branch: integrationBranch(id),
+      workspace: meta.repo,
       costUsd: meta.costUsd,
       tasks: spec.tasks.map((task) => {
         const s = states[task.id];

@@ -145,6 +145,12 @@ export async function report(args: { id: string; out?: string }, config: Config,
 
 export async function cancel(args: { id: string }, config: Config, io: Io): Promise<number> {
   return withClient(config, async (client) => {
+    const current = await client.status(args.id);
+    if (current.status !== 'running') {
+      // Nothing was stopped, so this is not the success a script would read from exit 0.
+      io.err(`flotilla: mission ${args.id} is already ${current.status}; nothing to cancel`);
+      return 1;
+    }
     const result = await client.cancel(args.id);
     io.out(
       `cancelled ${args.id}: ${result.cancelled.length} task(s) stopped before starting, ${result.running.length} running task(s) being stopped`,

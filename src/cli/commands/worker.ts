@@ -1,5 +1,4 @@
 import type { Config } from '../../shared/config.js';
-import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import { startHost } from '../../workers/host.js';
@@ -42,12 +41,11 @@ export async function worker(
         void host.close().then(() => resolve(0));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        void host.close({ force: true }).then(() => resolve(0));
+        // Forced means running work was cut off: the shell's 128 + signal number, not success.
+        void host.close({ force: true }).then(() => resolve(signal === 'SIGINT' ? 130 : 143));
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    void io;
-    void FlotillaError;
   });
 }
