@@ -13,6 +13,8 @@ import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-ser
  */
 
 const BIN = join(ROOT, 'bin', 'flotilla.js');
+/** A shell pipeline that reports the exit code of its first command, flotilla's, on stderr. */
+const PIPE_STATUS = 'CMD; echo "rc=$' + '{PIPESTATUS[0]}" >&2';
 
 function mission(tasks: Array<{ id: string; steps: string }>): string {
   return [
@@ -167,7 +169,7 @@ describe('flotilla run under a terminal and a shell', () => {
       'bash',
       [
         '-c',
-        'node "$0" run "$1" --adapters "$2" | head -1; echo "rc=${PIPESTATUS[0]}" >&2',
+        PIPE_STATUS.replace('CMD', 'node "$0" run "$1" --adapters "$2" | head -1'),
         BIN,
         file,
         SIM_ADAPTERS,
@@ -195,7 +197,7 @@ describe('flotilla run under a terminal and a shell', () => {
     for (const args of [['status', id], ['status'], ['--help']]) {
       const result = await execa(
         'bash',
-        ['-c', 'node "$0" "$@" | true; echo "rc=${PIPESTATUS[0]}" >&2', BIN, ...args],
+        ['-c', PIPE_STATUS.replace('CMD', 'node "$0" "$@" | true'), BIN, ...args],
         { env: shared, extendEnv: false, reject: false },
       );
       expect(result.stderr, args.join(' ')).toBe('rc=0');

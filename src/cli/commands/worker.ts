@@ -11,7 +11,7 @@ import type { Io } from '../io.js';
 export async function worker(
   args: { adaptersDir?: string; hostId?: string; slots: number; internalCli?: string; graceMs: number },
   config: Config,
-  io: Io,
+  _io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
   const probe = await connectOrFail(redisUrl);
