@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { closestKey } from '../producer/schema-problems.js';
 import type { Config } from '../shared/config.js';
 import { FlotillaError } from '../shared/errors.js';
+import { closestKey } from '../shared/validation/schema-problems.js';
 import type { Io } from './io.js';
 
 /**

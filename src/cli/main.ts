@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { closestKey } from '../producer/schema-problems.js';
 import { type Config, loadConfig, PACKAGE_ROOT } from '../shared/config.js';
 import { exitCodeFor, FlotillaError, formatProblem, isFlotillaError } from '../shared/errors.js';
+import { closestKey } from '../shared/validation/schema-problems.js';
 import { formatCommandHelp, parseCommand, usageLine, wantsHelp } from './command-spec.js';
 import { COMMANDS, findCommand } from './command-table.js';
 import { type Io, processIo } from './io.js';

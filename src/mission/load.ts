@@ -15,7 +15,6 @@ import {
   escapeControl,
   isRecord,
 } from '../shared/validation/schema-problems.js';
-import { capabilityWarnings, checkMissionRules, collectRuleTasks } from './rules.js';
 import {
   formatPath,
   lineOfPath,
@@ -24,6 +23,7 @@ import {
   unresolvedAliasLines,
   type YamlSource,
 } from '../shared/validation/yaml-lines.js';
+import { capabilityWarnings, checkMissionRules, collectRuleTasks } from './rules.js';
 
 /**
  * Reads a mission file: YAML → schema → cross-task rules → agent files → a normalised MissionSpec.

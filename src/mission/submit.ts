@@ -49,7 +49,13 @@ export async function submitValidMission(
     },
   });
   for (const note of workspace.notes) {
-    await ctx.store.audit(id, { at: now, taskId: '', attempt: 0, stage: 'mission', message: note });
+    await ctx.store.audit(id, {
+      at: now,
+      taskId: '',
+      attempt: 0,
+      stage: 'mission',
+      event: { kind: 'mission', action: 'workspace', note },
+    });
   }
   for (const task of spec.tasks) {
     if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });

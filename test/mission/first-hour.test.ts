@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { validate } from '../../src/cli/commands/validate.js';
-import { loadMission } from '../../src/producer/load-mission.js';
-import { capabilityWarnings, collectRuleTasks } from '../../src/producer/mission-rules.js';
+import { loadMission } from '../../src/mission/load.js';
+import { capabilityWarnings, collectRuleTasks } from '../../src/mission/rules.js';
 import { CAPABILITIES } from '../../src/shared/capabilities.js';
 import { formatProblem } from '../../src/shared/errors.js';
 

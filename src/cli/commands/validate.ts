@@ -2,8 +2,8 @@ import { loadMission } from '../../mission/load.js';
 import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
-import { adapterCapabilities } from '../run-preflight.js';
 import type { Io } from '../io.js';
+import { adapterCapabilities } from '../run-preflight.js';
 
 export interface ValidateArgs {
   readonly file: string;

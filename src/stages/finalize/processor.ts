@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { spawnedCli } from '../../shared/audit.js';
 import type { FinalizeJobData } from '../../shared/contracts.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
@@ -17,8 +18,7 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
-  // A CLI process is an audit entry of a run or a review that names its CLI (a budget refusal names none).
-  const runs = audit.filter((entry) => (entry.stage === 'run' || entry.stage === 'critic') && entry.cli);
+  const runs = audit.filter((entry) => spawnedCli(entry.event));
   const spawned = runs.length;
   const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
   const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
