@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
@@ -219,5 +219,39 @@ describe('a new user’s first hour', () => {
     const lines = result.stdout.trim().split('\n');
     expect(lines.at(-1)).toMatch(/^first-hour-\d+-[0-9a-f]{6}$/);
     expect(result.stdout).toContain('✅ Mission complete');
+  });
+
+  it('git missing: exit 3, and the workspace folder it would have created is not left behind', async () => {
+    const { folder, file } = await write(task('a'), './fresh');
+    const bin = join(dir, 'only-node');
+    await mkdir(bin, { recursive: true });
+    await symlink(process.execPath, join(bin, 'node'));
+    const result = await flotilla(['submit', file], { ...shared, PATH: bin });
+    expect(result.exitCode, result.stderr).toBe(3);
+    expect(result.stderr.trim()).toBe('flotilla: git is not installed or not on PATH');
+    await expect(stat(join(folder, 'fresh'))).rejects.toThrow();
+  });
+
+  it('prune deletes finished missions past the age from Redis, never a running one', async () => {
+    const before = JSON.parse((await flotilla(['status', '--json'])).stdout) as {
+      id: string;
+      status: string;
+    }[];
+    const finished = before.filter((m) => m.status !== 'running').map((m) => m.id);
+    const running = before.filter((m) => m.status === 'running').map((m) => m.id);
+    expect(finished.length).toBeGreaterThan(0);
+    expect(running.length, 'the mission waiting for gpu_kernels').toBeGreaterThan(0);
+
+    const dry = await flotilla(['prune', '--older-than', '0s', '--dry-run']);
+    expect(dry.exitCode, dry.stderr).toBe(0);
+    for (const id of finished) expect(dry.stdout).toContain(`would prune ${id}`);
+    for (const id of running) expect(dry.stdout).not.toContain(id);
+    expect(JSON.parse((await flotilla(['status', '--json'])).stdout)).toHaveLength(before.length);
+
+    const pruned = await flotilla(['prune', '--older-than', '0s']);
+    expect(pruned.stdout).toContain(`pruned ${finished.length} mission(s)`);
+    const after = JSON.parse((await flotilla(['status', '--json'])).stdout) as { id: string }[];
+    expect(after.map((m) => m.id).sort()).toEqual([...running].sort());
+    expect((await flotilla(['status', finished[0] ?? ''])).exitCode).toBe(2);
   });
 });
