@@ -6,6 +6,7 @@ import { COMMANDS, findCommand } from '../../src/cli/command-table.js';
 import { decidePrune } from '../../src/cli/commands/prune.js';
 import { formatLogLine } from '../../src/cli/human-log.js';
 import { ENVIRONMENT, formatHelp } from '../../src/cli/main.js';
+import { describeLostRedis, isRedisConnectionError } from '../../src/cli/redis-lost.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
 import { ROOT } from '../helpers/flotilla.js';
 
@@ -111,5 +112,32 @@ describe('prune', () => {
     [{ status: 'cancelled', createdAt: '2026-01-01T00:00:00Z', finishedAt: null }, true],
   ])('%j → prune %s', (mission, prune) => {
     expect(decidePrune([{ id: 'm', ...mission }], cutoff)[0]?.prune).toBe(prune);
+  });
+});
+
+describe('a lost Redis, in flotilla’s words', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' });
+  const retries = Object.assign(
+    new Error(
+      'Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.',
+    ),
+    { name: 'MaxRetriesPerRequestError' },
+  );
+  it.each([
+    [refused, true, 'lost the connection to Redis at redis://h:1 (connection refused)'],
+    [retries, true, 'lost the connection to Redis at redis://h:1 (it stopped answering)'],
+    [
+      new Error('Connection is closed.'),
+      true,
+      'lost the connection to Redis at redis://h:1 (it stopped answering)',
+    ],
+    [new Error('boom'), false, undefined],
+    ['not an error', false, undefined],
+  ])('%s', (error, lost, sentence) => {
+    expect(isRedisConnectionError(error)).toBe(lost);
+    if (sentence) {
+      expect(describeLostRedis(error, 'redis://h:1')).toBe(sentence);
+      expect(describeLostRedis(error, 'redis://h:1')).not.toMatch(/max retries|which is 1/);
+    }
   });
 });

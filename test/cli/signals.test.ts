@@ -136,6 +136,8 @@ describe('flotilla run under a terminal and a shell', () => {
 
     expect(code, run.stderr).toBe(1);
     expect(run.stdout).toContain('🛑 Mission cancelled: signal mission');
+    // The CLI the cancel stopped did run, and the summary counts it as what it is.
+    expect(run.stdout).toContain('Agent CLI runs: 1 on 1 host');
     expect(run.stderr).toContain('cancelling the mission');
     expect(run.stderr).not.toMatch(/ECONNREFUSED|\n\s+at /);
     expect(alive(redisPid ?? 0), 'redis-server still running').toBe(false);
