@@ -32,17 +32,20 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
+    // Forced means running work was cut off: the shell's 128 + signal number, not success.
+    let exitCode = 0;
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
         logger.info(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
-        void host.close().then(() => resolve(0));
+        // Both calls share one close; whichever signal came last decides the exit code.
+        void host.close().then(() => resolve(exitCode));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        // Forced means running work was cut off: the shell's 128 + signal number, not success.
-        void host.close({ force: true }).then(() => resolve(signal === 'SIGINT' ? 130 : 143));
+        exitCode = signal === 'SIGINT' ? 130 : 143;
+        void host.close({ force: true });
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
