@@ -1,3 +1,4 @@
+import { DEFAULT_SLOTS } from '../shared/config.js';
 import { FlotillaError } from '../shared/errors.js';
 import { type CommandSpec, type OptionSpec, positiveInt, required, stringOption } from './command-spec.js';
 import { adaptersCheck } from './commands/adapters-check.js';
@@ -21,7 +22,11 @@ const adapters: OptionSpec = {
   help: 'folder of adapter files (default: FLOTILLA_ADAPTERS, else the adapters/ shipped with flotilla)',
 };
 const json: OptionSpec = { type: 'boolean', help: 'print JSON for scripts' };
-const slots: OptionSpec = { type: 'string', value: 'N', help: 'CLI processes at once per host (default 4)' };
+const slots: OptionSpec = {
+  type: 'string',
+  value: 'N',
+  help: `CLI processes at once per host (default ${DEFAULT_SLOTS})`,
+};
 const internal: OptionSpec = {
   type: 'string',
   value: 'CLI',
@@ -55,7 +60,7 @@ export const COMMANDS: readonly CommandSpec[] = [
           file: required({ name: 'run' }, positionals[0], 'the mission file'),
           adaptersDir: stringOption(values.adapters),
           workers: positiveInt(values.workers, 'workers', 1),
-          slots: positiveInt(values.slots, 'slots', 4),
+          slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
           internalCli: stringOption(values.internal),
           json: values.json === true,
         },
@@ -117,7 +122,7 @@ export const COMMANDS: readonly CommandSpec[] = [
         {
           adaptersDir: stringOption(values.adapters),
           hostId: stringOption(values['host-id']),
-          slots: positiveInt(values.slots, 'slots', 4),
+          slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
           internalCli: stringOption(values.internal),
           graceMs: positiveInt(values.grace, 'grace', 30) * 1000,
         },

@@ -18,6 +18,7 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
+  // CLI processes that really ran (a budget refusal or a route row spawned nothing), and on how many hosts.
   const runs = audit.filter((entry) => spawnedCli(entry.event));
   const spawned = runs.length;
   const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
@@ -33,6 +34,7 @@ export async function finalizeMission(
   });
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
+  await ctx.store.publishControl({ type: 'finished', missionId });
   ctx.logger.info({ missionId, status: status.status }, 'mission finished');
   return { status: status.status };
 }
