@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
@@ -70,6 +70,14 @@ async function until(check: () => boolean, what: string, ms = 60_000): Promise<v
   }
 }
 
+async function untilAsync(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** The private redis-server works in its temp folder under TMPDIR; /proc tells which process that is. */
 async function privateRedisPid(tmp: string): Promise<number | undefined> {
   for (const entry of await readdir('/proc')) {
@@ -78,6 +86,18 @@ async function privateRedisPid(tmp: string): Promise<number | undefined> {
     if (cwd.startsWith(join(tmp, 'flotilla-redis-'))) return Number(entry);
   }
   return undefined;
+}
+
+/** The stand-in agent's processes working in a checkout under `home` (FLOTILLA_HOME). */
+async function cliProcesses(home: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
+    if (args.includes('flotilla-sim') && cwd.startsWith(home)) found.push(Number(entry));
+  }
+  return found;
 }
 
 function alive(pid: number): boolean {
@@ -120,14 +140,15 @@ describe('flotilla run under a terminal and a shell', () => {
       LOG_LEVEL: 'warn',
     };
     delete env.REDIS_URL;
-    return { folder, tmp, file: join(folder, 'mission.yaml'), env };
+    return { folder, tmp, home: join(folder, 'home'), file: join(folder, 'mission.yaml'), env };
   }
 
   it('Ctrl-C to the whole process group cancels, prints the summary, and stops its private Redis', async () => {
-    const { tmp, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
+    const { tmp, home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
     const run = startRun(file, env);
     started.push(run);
-    await until(() => /slow a1 +running/.test(run.stdout), 'the task to run');
+    // The task is marked running just before its CLI starts; wait for the CLI itself.
+    await untilAsync(async () => (await cliProcesses(home)).length === 1, 'the agent CLI to start');
     const redisPid = await privateRedisPid(tmp);
     expect(redisPid, 'the private redis-server').toBeDefined();
 
@@ -141,14 +162,15 @@ describe('flotilla run under a terminal and a shell', () => {
     expect(run.stderr).toContain('cancelling the mission');
     expect(run.stderr).not.toMatch(/ECONNREFUSED|\n\s+at /);
     expect(alive(redisPid ?? 0), 'redis-server still running').toBe(false);
+    expect(await cliProcesses(home), 'agent CLIs left running').toEqual([]);
     expect((await readdir(tmp)).filter((name) => name.startsWith('flotilla-redis-'))).toEqual([]);
   });
 
   it('losing its Redis mid-run is one line and exit 3, with nothing left behind', async () => {
-    const { tmp, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
+    const { tmp, home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
     const run = startRun(file, env);
     started.push(run);
-    await until(() => /slow a1 +running/.test(run.stdout), 'the task to run');
+    await untilAsync(async () => (await cliProcesses(home)).length === 1, 'the agent CLI to start');
     const redisPid = await privateRedisPid(tmp);
     process.kill(redisPid ?? 0, 'SIGKILL');
     const code = await run.exit;
@@ -157,6 +179,7 @@ describe('flotilla run under a terminal and a shell', () => {
     expect(run.stderr.trim()).toBe(
       'flotilla: the private redis-server was stopped by SIGKILL; the mission cannot go on',
     );
+    expect(await cliProcesses(home), 'agent CLIs left running').toEqual([]);
     expect((await readdir(tmp)).filter((name) => name.startsWith('flotilla-redis-'))).toEqual([]);
   });
 
