@@ -29,6 +29,9 @@ export interface CommandSpec {
   readonly args: string;
   /** How many positionals it takes at most. */
   readonly maxPositionals: number;
+  /** A few words for the overview of `flotilla --help`. */
+  readonly brief: string;
+  /** What `flotilla <command> --help` says it does. */
   readonly summary: string;
   readonly options: Readonly<Record<string, OptionSpec>>;
   readonly examples: readonly string[];
@@ -102,7 +105,7 @@ export function formatCommandHelp(spec: CommandSpec): string {
   return [
     `Usage: ${usageLine(spec)}`,
     '',
-    spec.summary,
+    wrap(spec.summary),
     '',
     'Options:',
     ...rows.map(([flag, help]) => `  ${flag.padEnd(width)}  ${help}`),
@@ -110,6 +113,20 @@ export function formatCommandHelp(spec: CommandSpec): string {
     spec.examples.length === 1 ? 'Example:' : 'Examples:',
     ...spec.examples.map((example) => `  ${example}`),
   ].join('\n');
+}
+
+/** Help reads best at terminal width; long sentences break between words. */
+export function wrap(text: string, width = 96): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines.join('\n');
 }
 
 /** A positive whole number option, or its default. */

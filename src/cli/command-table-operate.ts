@@ -11,6 +11,7 @@ import { validate } from './commands/validate.js';
 export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'detect',
+    brief: 'which agent CLIs this machine has',
     args: '',
     maxPositionals: 0,
     summary:
@@ -33,6 +34,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'hosts',
+    brief: 'the live worker hosts',
     args: '',
     maxPositionals: 0,
     summary:
@@ -43,6 +45,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'adapters',
+    brief: 'what the adapter files load',
     args: 'check [DIR]',
     maxPositionals: 2,
     summary: 'Loads the adapter files and shows what loads, what each offers, and why anything is skipped.',
@@ -59,6 +62,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'validate',
+    brief: 'check a mission file without running it',
     args: '<mission.yaml>',
     maxPositionals: 1,
     summary:
@@ -83,6 +87,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'board',
+    brief: 'Bull Board and the mission view',
     args: '',
     maxPositionals: 0,
     summary:
@@ -103,6 +108,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'plan',
+    brief: 'ask a planning CLI to write a mission file',
     args: '"<goal>"',
     maxPositionals: 1,
     summary: 'Asks a planning CLI to write a mission file for the goal, then validates it.',
@@ -135,6 +141,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'prune',
+    brief: 'delete finished missions past an age',
     args: '',
     maxPositionals: 0,
     summary:

@@ -16,6 +16,7 @@ import { worker } from './commands/worker.js';
 const MISSION_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'run',
+    brief: 'run a mission on this machine, start to end',
     args: '<mission.yaml>',
     maxPositionals: 1,
     summary:
@@ -50,6 +51,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'submit',
+    brief: 'validate and enqueue a mission for the cluster',
     args: '<mission.yaml>',
     maxPositionals: 1,
     summary:
@@ -77,6 +79,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'worker',
+    brief: 'serve missions as a worker host until signalled',
     args: '',
     maxPositionals: 0,
     summary:
@@ -112,6 +115,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'status',
+    brief: "missions, or one mission's tasks",
     args: '[<id>]',
     maxPositionals: 1,
     summary:
@@ -126,6 +130,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'report',
+    brief: "write a mission's audit trail to a folder",
     args: '<id>',
     maxPositionals: 1,
     summary:
@@ -143,6 +148,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'cancel',
+    brief: 'stop a running mission on every host',
     args: '<id>',
     maxPositionals: 1,
     summary: 'Stops a mission on every host: no new attempts start, running CLIs are killed.',
@@ -153,6 +159,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'answer',
+    brief: 'answer a task that asked a question',
     args: '<id> <task> "<text>"',
     maxPositionals: 3,
     summary: 'Answers a task paused with needs_input; it resumes as a continuation attempt.',

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { type Config, loadConfig, PACKAGE_ROOT } from '../shared/config.js';
 import { exitCodeFor, FlotillaError, formatProblem, isFlotillaError } from '../shared/errors.js';
 import { closestKey } from '../shared/validation/schema-problems.js';
-import { formatCommandHelp, parseCommand, usageLine, wantsHelp } from './command-spec.js';
+import { formatCommandHelp, parseCommand, usageLine, wantsHelp, wrap } from './command-spec.js';
 import { COMMANDS, findCommand } from './command-table.js';
 import { type Io, processIo } from './io.js';
 import { describeLostRedis, isRedisConnectionError } from './redis-lost.js';
@@ -36,14 +36,11 @@ export function formatHelp(): string {
     'flotilla — run missions of AI coding-agent CLIs across worker hosts',
     '',
     'Usage:',
-    ...COMMANDS.map((command) => {
-      const summary = command.summary.split(/(?<=[.:;])\s/)[0] ?? '';
-      return `  ${usageLine(command).padEnd(width)}  ${summary}`;
-    }),
+    ...COMMANDS.map((command) => `  ${usageLine(command).padEnd(width)}  ${command.brief}`),
     '',
     'flotilla <command> --help shows its options and an example; flotilla --version the version.',
     '',
-    `Environment: ${ENVIRONMENT.join(', ')}.`,
+    wrap(`Environment: ${ENVIRONMENT.join(', ')}.`),
     'Exit codes: 0 done, 1 partial/failed/cancelled, 2 invalid input, 3 infrastructure (Redis, git).',
   ].join('\n');
 }
