@@ -21,6 +21,14 @@ export interface ClientOptions {
   readonly config?: Config;
 }
 
+export interface SubmittedMission {
+  readonly id: string;
+  readonly branch: string;
+  readonly repo: string;
+  /** What preparing the workspace did that a person should hear about (see prepare-workspace). */
+  readonly notes: readonly string[];
+}
+
 /**
  * The library API for scripts: submit, follow, cancel and answer missions. A client holds one
  * Redis connection; close it when done. The named functions below open and close one per call.
@@ -54,7 +62,7 @@ export class FlotillaClient {
   }
 
   /** Validates (a file) and submits; an invalid mission throws before anything reaches Redis. */
-  async submit(mission: string | MissionSpec): Promise<{ id: string; branch: string; repo: string }> {
+  async submit(mission: string | MissionSpec): Promise<SubmittedMission> {
     const spec = typeof mission === 'string' ? await loadMissionOrThrow(mission) : mission;
     return submitValidMission(this.context(), spec);
   }

@@ -109,6 +109,10 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   budget_usd: 'a spending limit in US dollars; leave out',
   escalate:
     'what a retry changes after a failure: [tier] (a stronger model), [cli] (another CLI) or both; leave out',
+  critic: 'false turns the independent review off for every task; leave out (coding tasks are reviewed)',
+  kind: 'the kind of every task that gives none; leave out',
+  cli: 'pin every task to one agent CLI; leave out',
+  allowed_paths: 'folders every task may write, like [src/, test/]; leave out unless the goal limits them',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {

@@ -52,6 +52,18 @@ export async function enqueueAttempt(
     }),
   );
   ctx.logger.debug({ missionId, taskId: task.id, attempt, queue: route.queue }, route.reason);
+  if (route.how === 'waiting') {
+    // Followers (`run`, `submit --wait`, `status --watch`) print this, so a task that no host can
+    // serve is said out loud instead of sitting silently in a queue nobody consumes.
+    await ctx.store.emit({
+      missionId,
+      taskId: task.id,
+      attempt,
+      type: 'task',
+      status: 'waiting',
+      message: route.reason,
+    });
+  }
   await ctx.store.audit(missionId, {
     at: new Date().toISOString(),
     taskId: task.id,

@@ -61,6 +61,13 @@ export type AuditEvent =
       /** The attempt's commit on its ref. */
       readonly commit?: string;
     }
+  /** A CLI that was running when the mission was cancelled, and was stopped. */
+  | {
+      readonly kind: 'run-cancelled';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly durationMs: number;
+    }
   /** An attempt that never started a CLI (budget spent, prompt too large). */
   | { readonly kind: 'run-refused'; readonly reason: string }
   /** A rate-limit reply: the attempt is not counted and the job goes back to the queue. */
@@ -103,7 +110,9 @@ export type AuditEvent =
   | { readonly kind: 'answer'; readonly text: string }
   | {
       readonly kind: 'mission';
-      readonly action: 'submitted' | 'finished';
+      /** `workspace`: what preparing the workspace did that a person should hear about (`note`). */
+      readonly action: 'submitted' | 'finished' | 'workspace';
+      readonly note?: string;
       readonly status?: string;
       readonly tasks?: number;
       readonly repo?: string;
@@ -128,6 +137,8 @@ export function renderAuditEvent(event: AuditEvent): string {
         : '';
       return `${event.cliName} exited ${event.exitCode ?? 'by signal'}${event.timedOut ? ' (timed out)' : ''} after ${Math.round(event.durationMs / 1000)}s; result ${event.resultStatus} from ${event.resultSource}${notes.length ? `; ${notes.join('; ')}` : ''}${escalated}`;
     }
+    case 'run-cancelled':
+      return `${event.cliName} stopped by the mission's cancel after ${Math.round(event.durationMs / 1000)}s`;
     case 'run-refused':
       return event.reason;
     case 'rate-limited':
@@ -150,6 +161,7 @@ export function renderAuditEvent(event: AuditEvent): string {
     case 'answer':
       return `answered: ${event.text}`;
     case 'mission':
+      if (event.action === 'workspace') return event.note ?? 'workspace prepared';
       return event.action === 'submitted'
         ? `submitted: ${event.tasks ?? 0} tasks, workspace ${event.repo ?? '?'} at ${(event.baseCommit ?? '').slice(0, 12)}, integration branch ${event.branch ?? '?'}`
         : `mission ${event.status ?? 'finished'}`;
@@ -175,6 +187,7 @@ function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {
 export function spawnedCli(event: AuditEvent | undefined): boolean {
   return (
     event?.kind === 'run' ||
+    event?.kind === 'run-cancelled' ||
     event?.kind === 'critic' ||
     event?.kind === 'rate-limited' ||
     event?.kind === 'cli-unusable'

@@ -206,6 +206,8 @@ export interface MissionStatusJson {
   createdAt: string;
   finishedAt: string | null;
   branch: string;
+  /** The repository the branch is in: an absolute path or a URL, as hosts clone it (always set by the store). */
+  workspace?: string;
   costUsd?: number;
   tasks: Array<{
     id: string;

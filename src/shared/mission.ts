@@ -23,6 +23,10 @@ const escalate = z
   .max(2)
   .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once');
 
+/**
+ * The mission-wide value of every per-task setting that has one (DESIGN.md §5); a task's own value
+ * wins. `critic` and `kind` have no fixed default: absent, each task decides by its kind.
+ */
 export const defaultsSchema = z
   .object({
     max_attempts: z.number().int().min(1).max(20).default(3),
@@ -32,6 +36,10 @@ export const defaultsSchema = z
     backoff: duration.default(5_000),
     budget_usd: z.number().positive().optional(),
     escalate: escalate.default([]),
+    critic: z.boolean().optional(),
+    kind: z.enum(TASK_KINDS).optional(),
+    cli: z.string().min(1).optional(),
+    allowed_paths: z.array(z.string()).optional(),
   })
   .strict();
 
@@ -47,7 +55,7 @@ export const taskSchema = z
     description: z.string().default(''),
     capability: z.string().min(1).optional(),
     task_type: z.string().min(1).optional(),
-    kind: z.enum(TASK_KINDS).default('coding'),
+    kind: z.enum(TASK_KINDS).optional(),
     division: z.string().optional(),
     languages: z.array(z.string()).default([]),
     frameworks: z.array(z.string()).default([]),
@@ -124,22 +132,23 @@ export interface MissionSpec {
 }
 
 export function normalizeTask(task: TaskFile, defaults: MissionFile['defaults']): TaskSpec {
+  const kind = task.kind ?? defaults.kind ?? 'coding';
   return {
     id: task.id,
     title: task.title,
     description: task.description,
-    capability: task.capability ?? task.task_type ?? defaultCapability(task.kind),
-    kind: task.kind,
+    capability: task.capability ?? task.task_type ?? defaultCapability(kind),
+    kind,
     division: task.division,
     languages: task.languages,
     frameworks: task.frameworks,
     agent: task.agent,
     dependsOn: task.depends_on,
     exitCriteria: task.exit_criteria,
-    allowedPaths: task.allowed_paths,
+    allowedPaths: task.allowed_paths ?? defaults.allowed_paths,
     files: task.files,
-    critic: task.critic ?? task.kind === 'coding',
-    cli: task.cli,
+    critic: task.critic ?? defaults.critic ?? kind === 'coding',
+    cli: task.cli ?? defaults.cli,
     controlMode: task.control_mode ?? defaults.control_mode,
     maxAttempts: task.max_attempts ?? defaults.max_attempts,
     timeoutMs: task.timeout ?? defaults.timeout,

@@ -526,6 +526,7 @@ describe('flotilla validate', () => {
     expect(JSON.parse(ok.out.join('\n'))).toEqual({
       valid: true,
       problems: [],
+      warnings: [],
       tasks: 5,
       roots: 2,
       longestChain: 3,

@@ -21,9 +21,11 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
-  // CLI processes that really ran: a budget refusal or a route row spawned nothing.
-  const spawned = audit.filter((entry) => spawnedCli(entry.event)).length;
-  const summary = formatSummary(status, { repo: meta.repo, spawned });
+  // CLI processes that really ran (a budget refusal or a route row spawned nothing), and on how many hosts.
+  const runs = audit.filter((entry) => spawnedCli(entry.event));
+  const spawned = runs.length;
+  const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
+  const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
   // A re-delivered finalize (its host died after this line) writes the entry again; the receipt

@@ -201,6 +201,21 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
     if (input.signal?.reason !== MISSION_CANCELLED)
       throw new Error(`CLI stopped: ${String(input.signal?.reason ?? 'aborted')}`);
+    // The CLI did run: the audit, and the summary's count of agent runs, say so.
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      event: {
+        kind: 'run-cancelled',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        durationMs: Date.now() - input.startedAt,
+      },
+    });
     return {
       outcome: 'cancelled',
       cli: adapter.cli,
