@@ -160,7 +160,10 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
     examples: ['flotilla receipt <id> -o receipt.json'],
     run: ({ values, positionals }, { config, io }) =>
       receipt(
-        { id: required({ name: 'receipt' }, positionals[0], 'the mission id'), out: stringOption(values.out) },
+        {
+          id: required({ name: 'receipt' }, positionals[0], 'the mission id'),
+          out: stringOption(values.out),
+        },
         config(),
         io,
       ),
