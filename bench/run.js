@@ -10,6 +10,8 @@
  *   node bench/run.js recovery --runs 3 --locks 30000,5000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js large-repo --repos empty,generated,linux --counts 8,40   # git cost on big trees
+ *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
+ *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -25,6 +27,8 @@ const BENCHMARKS = {
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
   'large-repo': () => import('./large-repo.js'),
+  audit: () => import('./audit-chain.js'),
+  board: () => import('./board.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -63,6 +67,8 @@ if (values.help) {
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
   large-repo --repos empty,generated,linux --counts 8,40 --slots 4 --phases cold,warm   (large repos cached in ~/.cache/flotilla-bench)
+  audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
+  board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
@@ -98,7 +104,8 @@ if (unknown.length > 0) {
   console.error(`unknown benchmark: ${unknown.join(', ')} (known: ${Object.keys(BENCHMARKS).join(', ')})`);
   process.exit(2);
 }
-const chosen = positionals.length > 0 ? positionals : ['bullmq', 'overhead', 'schedule', 'scale', 'recovery'];
+const chosen =
+  positionals.length > 0 ? positionals : ['bullmq', 'overhead', 'schedule', 'scale', 'recovery', 'audit'];
 
 const report = { machine: await machine(), startedAt: new Date().toISOString(), results: {} };
 console.log(

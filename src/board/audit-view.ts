@@ -27,6 +27,10 @@ export interface AttemptView {
   readonly queue?: string;
   readonly host?: string;
   readonly cli?: string;
+  /** The model tier and model the run was given, and why it escalated (from the run event). */
+  readonly tier?: string;
+  readonly model?: string;
+  readonly escalation?: string;
   readonly durationSec?: number;
   readonly criteria: readonly CriterionView[];
   readonly verifyMessage?: string;
@@ -93,6 +97,9 @@ function attemptView(attempt: number, entries: readonly AuditEntry[]): AttemptVi
     queue: route?.queue,
     host: runEntry?.host,
     cli: runEntry?.cli,
+    ...(run?.tier ? { tier: run.tier } : {}),
+    ...(run?.model ? { model: run.model } : {}),
+    ...(run?.escalation ? { escalation: run.escalation } : {}),
     durationSec: run ? Math.round(run.durationMs / 1000) : undefined,
     criteria: verify ? verify.criteria.map(criterionView) : [],
     verifyMessage: verifyEntry?.message,
@@ -123,7 +130,7 @@ export function bullBoardJobHref(basePath: string, queue: string, jobId: string)
   return `${basePath}/queue/${encodeURIComponent(queue)}/${encodeURIComponent(jobId)}`;
 }
 
-/** The four jobs of an attempt's flow (DESIGN.md §2), with links into Bull Board. */
+/** The four jobs of an attempt's flow (docs/ARCHITECTURE.md, one attempt), with links into Bull Board. */
 export function attemptJobLinks(
   basePath: string,
   input: { missionId: string; taskId: string; attempt: number; runQueue?: string; capability: string },

@@ -5,9 +5,10 @@ import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { QueueSet } from '../queue/queues.js';
-import type { Config } from '../shared/config.js';
+import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { readSigningKey } from '../shared/receipt.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
@@ -58,6 +59,12 @@ export interface Host {
 }
 
 const SHUTDOWN = 'host shutting down';
+/** A host re-advertises itself this often; its registry entry expires after a few missed beats. */
+const HEARTBEAT_MS = 5_000;
+/** How often one host looks for state whose job a crashed process never added (host/sweep.ts). */
+const SWEEP_MS = 30_000;
+/** How long running CLIs may finish after the first stop signal before they are killed. */
+const DEFAULT_GRACE_MS = 30_000;
 
 /**
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
@@ -78,8 +85,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
     );
   }
+  const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
-  const slots = options.slots ?? 4;
+  const slots = options.slots ?? DEFAULT_SLOTS;
 
   const redis = createRedis({ url: options.redisUrl, role: 'worker' });
   redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
@@ -107,6 +115,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         cli: c.adapter.cli,
         displayName: c.adapter.displayName,
         ...(c.version ? { version: c.version } : {}),
+        ...(c.adapter.vendor ? { vendor: c.adapter.vendor } : {}),
         capabilities: [...c.adapter.config.capabilities],
         order: c.adapter.order,
       })),
@@ -115,7 +124,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       .filter(([, until]) => until > Date.now())
       .map(([cli, until]) => ({ cli, until: new Date(until).toISOString() })),
   });
-  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
 
   const checkoutRoot = await claimCheckoutRoot(config.home);
@@ -161,6 +170,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await reconcileDispatchWorkers();
     },
     missions: new Map(),
+    ...(signingKey ? { signingKey } : {}),
   };
 
   const workerOptions = {
@@ -247,7 +257,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));
   }, heartbeatMs);
   heartbeat.unref();
-  const sweepMs = options.sweepMs ?? 30_000;
+  const sweepMs = options.sweepMs ?? SWEEP_MS;
   const sweeper = setInterval(() => {
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
     forgetEndedMissions(ctx).catch((error: Error) => logger.debug({ err: error.message }, 'forget failed'));
@@ -290,7 +300,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       clearInterval(heartbeat);
       clearInterval(sweeper);
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
-      const grace = options.graceMs ?? 30_000;
+      const grace = options.graceMs ?? DEFAULT_GRACE_MS;
       const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
       const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
       if (!finished) {

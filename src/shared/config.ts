@@ -8,6 +8,13 @@ import { FlotillaError } from './errors.js';
 /** The package root: where the shipped `adapters/` folder lives. */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * Agent CLIs a host runs at once when `--slots` is not given. Each is a process of its own that
+ * mostly waits on a model; four keeps a 2-core host responsive while its checkouts, criteria and
+ * reviews run beside them, and an adapter's own max_concurrent lowers it per CLI.
+ */
+export const DEFAULT_SLOTS = 4;
+
 const CLUSTER_URL = /^redis\+cluster:\/\/[^,\s/]+(,[^,\s/]+)*\/?$/;
 
 const envSchema = z.object({
@@ -29,6 +36,8 @@ const envSchema = z.object({
   FLOTILLA_AGENTS: z.string().optional(),
   /** HMAC key for job payloads and mission specs; hosts refuse unsigned or altered ones when set. */
   FLOTILLA_SECRET: z.string().min(1).optional(),
+  /** An Ed25519 private key (PEM file) that signs mission receipts on the host that finalizes. */
+  FLOTILLA_SIGNING_KEY: z.string().min(1).optional(),
   FLOTILLA_BOARD_USER: z.string().optional(),
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
   /** Host caches (repo clones, warm checkouts). */
@@ -52,6 +61,8 @@ export interface Config {
   readonly adaptersDir: string;
   readonly agentsDir?: string;
   readonly secret?: string;
+  /** Path of the receipt signing key (FLOTILLA_SIGNING_KEY); read by hosts at start. */
+  readonly signingKeyFile?: string;
   readonly boardUser?: string;
   readonly boardPassword?: string;
   readonly home: string;
@@ -76,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adaptersDir: resolve(e.FLOTILLA_ADAPTERS ?? join(PACKAGE_ROOT, 'adapters')),
     agentsDir: e.FLOTILLA_AGENTS,
     secret: e.FLOTILLA_SECRET,
+    ...(e.FLOTILLA_SIGNING_KEY ? { signingKeyFile: resolve(e.FLOTILLA_SIGNING_KEY) } : {}),
     boardUser: e.FLOTILLA_BOARD_USER,
     boardPassword: e.FLOTILLA_BOARD_PASSWORD,
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),

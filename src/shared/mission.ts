@@ -17,6 +17,16 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   return ms;
 });
 
+/** `escalate: [tier, cli]`: what a retry changes after a failed attempt (stages/run/escalate.ts). */
+const escalate = z
+  .array(z.enum(['tier', 'cli']))
+  .max(2)
+  .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once');
+
+/**
+ * The mission-wide value of every per-task setting that has one (DESIGN.md §5); a task's own value
+ * wins. `critic` and `kind` have no fixed default: absent, each task decides by its kind.
+ */
 export const defaultsSchema = z
   .object({
     max_attempts: z.number().int().min(1).max(20).default(3),
@@ -25,6 +35,13 @@ export const defaultsSchema = z
     control_mode: z.enum(CONTROL_MODES).default('guarded'),
     backoff: duration.default(5_000),
     budget_usd: z.number().positive().optional(),
+    escalate: escalate.default([]),
+    critic: z.boolean().optional(),
+    kind: z.enum(TASK_KINDS).optional(),
+    cli: z.string().min(1).optional(),
+    allowed_paths: z.array(z.string()).optional(),
+    setup: z.array(z.string().min(1)).optional(),
+    setup_inputs: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -40,7 +57,7 @@ export const taskSchema = z
     description: z.string().default(''),
     capability: z.string().min(1).optional(),
     task_type: z.string().min(1).optional(),
-    kind: z.enum(TASK_KINDS).default('coding'),
+    kind: z.enum(TASK_KINDS).optional(),
     division: z.string().optional(),
     languages: z.array(z.string()).default([]),
     frameworks: z.array(z.string()).default([]),
@@ -58,6 +75,7 @@ export const taskSchema = z
     max_attempts: z.number().int().min(1).max(20).optional(),
     timeout: duration.optional(),
     min_score: z.number().min(0).max(10).optional(),
+    escalate: escalate.optional(),
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
   })
@@ -101,6 +119,8 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly minScore: number;
   readonly backoffMs: number;
+  /** After a failed attempt: the next model tier, then another CLI, in the order given. */
+  readonly escalate?: readonly ('tier' | 'cli')[];
   /**
    * Commands run in the checkout before the agent and before the criteria, cached per warm
    * checkout by the hash of `inputs` (empty: the usual lockfiles). Absent: no setup.
@@ -122,7 +142,7 @@ export interface MissionSpec {
   readonly tasks: readonly TaskSpec[];
 }
 
-/** The mission's `setup`/`setup_inputs`, which a task's own values replace field by field. */
+/** The mission's top-level `setup`/`setup_inputs`; a task's own values replace them field by field. */
 export interface MissionSetup {
   readonly setup?: readonly string[];
   readonly setup_inputs?: readonly string[];
@@ -133,30 +153,32 @@ export function normalizeTask(
   defaults: MissionFile['defaults'],
   mission: MissionSetup = {},
 ): TaskSpec {
-  const commands = task.setup ?? mission.setup ?? [];
-  const inputs = task.setup_inputs ?? mission.setup_inputs ?? [];
+  const kind = task.kind ?? defaults.kind ?? 'coding';
+  const commands = task.setup ?? mission.setup ?? defaults.setup ?? [];
+  const inputs = task.setup_inputs ?? mission.setup_inputs ?? defaults.setup_inputs ?? [];
   return {
     ...(commands.length > 0 ? { setup: { commands, inputs } } : {}),
     id: task.id,
     title: task.title,
     description: task.description,
-    capability: task.capability ?? task.task_type ?? defaultCapability(task.kind),
-    kind: task.kind,
+    capability: task.capability ?? task.task_type ?? defaultCapability(kind),
+    kind,
     division: task.division,
     languages: task.languages,
     frameworks: task.frameworks,
     agent: task.agent,
     dependsOn: task.depends_on,
     exitCriteria: task.exit_criteria,
-    allowedPaths: task.allowed_paths,
+    allowedPaths: task.allowed_paths ?? defaults.allowed_paths,
     files: task.files,
-    critic: task.critic ?? task.kind === 'coding',
-    cli: task.cli,
+    critic: task.critic ?? defaults.critic ?? kind === 'coding',
+    cli: task.cli ?? defaults.cli,
     controlMode: task.control_mode ?? defaults.control_mode,
     maxAttempts: task.max_attempts ?? defaults.max_attempts,
     timeoutMs: task.timeout ?? defaults.timeout,
     minScore: task.min_score ?? defaults.min_score,
     backoffMs: defaults.backoff,
+    ...((task.escalate ?? defaults.escalate).length ? { escalate: task.escalate ?? defaults.escalate } : {}),
   };
 }
 

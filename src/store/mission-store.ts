@@ -1,4 +1,6 @@
 import { type AuditEvent, renderAuditEvent } from '../shared/audit.js';
+import { entryContentHash, genesisHash } from '../shared/audit-chain.js';
+import { canonicalJson } from '../shared/canonical-json.js';
 import type {
   AuditEntry,
   MissionEvent,
@@ -7,14 +9,22 @@ import type {
   TaskState,
   TaskStatus,
 } from '../shared/contracts.js';
-import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
+import type { Receipt } from '../shared/receipt.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
 import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
-import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+import {
+  APPEND_AUDIT_SCRIPT,
+  CANCEL_SCRIPT,
+  LUA_CODES,
+  type LuaCode,
+  MARK_SCRIPT,
+  SETTLE_SCRIPT,
+} from './scripts.js';
+import { fromStored, statusJson, toStored } from './task-state.js';
 
 /** An audit entry as a stage writes it: the event, without its rendered message. */
 export type AuditInput = Omit<AuditEntry, 'message' | 'event'> & { readonly event: AuditEvent };
@@ -51,27 +61,6 @@ export interface MissionRecord {
 const EVENTS_MAXLEN = 20_000;
 /** A critic job is handed back for seconds, not hours; its counter outlives it by far. */
 const HANDBACK_TTL_MS = 3_600_000;
-
-/** cjson writes an empty Lua table as `{}`; lists that may be empty come back as objects. */
-/**
- * An agent's questions are its own JSON, and the Lua scripts decode and re-encode task state, which
- * would turn every empty list inside them (`"options": []`) into `{}`. They cross Lua as text.
- */
-function toStored(patch: Partial<TaskState>): Record<string, unknown> {
-  if (!('questions' in patch)) return patch;
-  const { questions, ...rest } = patch;
-  return {
-    ...rest,
-    questionsJson: questions === undefined || questions === null ? null : JSON.stringify(questions),
-  };
-}
-
-function fromStored(json: string): TaskState {
-  const { questionsJson, ...state } = JSON.parse(json) as TaskState & { questionsJson?: string | null };
-  return typeof questionsJson === 'string'
-    ? { ...state, questions: JSON.parse(questionsJson) as unknown }
-    : state;
-}
 
 /**
  * Mission state in Redis: the spec (signed when a secret is set), task states, the dependency
@@ -172,6 +161,39 @@ export class MissionStore {
     };
   }
 
+  /**
+   * The mission's facts without its spec: the spec of a 10,000-task mission is megabytes and never
+   * changes, so a reader that already holds it (the board) asks only for these.
+   */
+  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit'> | null> {
+    const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'id',
+      'goal',
+      'status',
+      'createdAt',
+      'finishedAt',
+      'cancelled',
+      'costUsd',
+    );
+    if (!rawId) return null;
+    return {
+      id: rawId,
+      goal: goal ?? '',
+      status: (status ?? 'running') as MissionStatus,
+      createdAt: createdAt ?? '',
+      finishedAt: finishedAt ?? null,
+      cancelled: cancelled === '1',
+      costUsd: Number(costUsd ?? 0),
+    };
+  }
+
+  /** The id of the newest event on the mission's stream ('0' if none): it changes whenever a task does. */
+  async lastEventId(id: string): Promise<string> {
+    const reply = await this.redis.xrevrange(missionKeys(this.prefix, id).events, '+', '-', 'COUNT', 1);
+    return reply[0]?.[0] ?? '0';
+  }
+
   async getTasks(id: string): Promise<Record<string, TaskState>> {
     const raw = await this.redis.hgetall(missionKeys(this.prefix, id).tasks);
     const out: Record<string, TaskState> = {};
@@ -217,19 +239,25 @@ export class MissionStore {
     action: SettleAction,
     patch: Partial<TaskState>,
     now: string,
+    /** The transition's audit entry (its task is `taskId`), appended only if the transition applies. */
+    audit?: AuditInput,
   ): Promise<SettleOutcome> {
     const keys = missionKeys(this.prefix, id);
+    const entry = audit ? this.chainArgs(id, audit) : ['', '', ''];
     const raw = (await this.redis.eval(
       SETTLE_SCRIPT,
-      3,
+      5,
       keys.meta,
       keys.tasks,
       keys.graph,
+      keys.audit,
+      keys.auditIndex,
       taskId,
       String(attempt),
       action,
       JSON.stringify(toStored(patch)),
       now,
+      ...entry,
     )) as [LuaCode, number, number, MissionStatus, TaskStatus, number, string[], string[]];
     const [code, applied, settled, missionStatus, taskStatus, attempts, released, skipped] = raw;
     if (code === LUA_CODES.unknownTask)
@@ -307,15 +335,77 @@ export class MissionStore {
     }));
   }
 
-  /** Appends an entry; its message is the rendering of its event. */
-  async audit(id: string, entry: AuditInput): Promise<void> {
-    const stored: AuditEntry = { ...entry, message: renderAuditEvent(entry.event) };
-    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(stored));
+  /**
+   * Appends an entry to the mission's hash-chained trail (shared/audit-chain.ts) and indexes it
+   * under its task: one script links, pushes and indexes it, the one round trip a plain RPUSH took.
+   * Its message is the rendering of its event. Returns the entry's number in the chain.
+   */
+  async audit(id: string, entry: AuditInput): Promise<number> {
+    const keys = missionKeys(this.prefix, id);
+    const n = await this.redis.eval(
+      APPEND_AUDIT_SCRIPT,
+      3,
+      keys.meta,
+      keys.audit,
+      keys.auditIndex,
+      entry.taskId,
+      ...this.chainArgs(id, entry),
+    );
+    return Number(n);
+  }
+
+  /** An entry as audit-append.lua takes it: canonical JSON, its content hash, the genesis hash. */
+  private chainArgs(id: string, entry: AuditInput): [string, string, string] {
+    const { chain: _ignored, ...rest } = entry as AuditInput & { chain?: unknown };
+    const content: AuditEntry = { ...rest, message: renderAuditEvent(entry.event) };
+    return [canonicalJson(content), entryContentHash(content), genesisHash(id)];
+  }
+
+  /**
+   * One task's audit entries, oldest first, read by their positions: the board's task detail
+   * reads this on a click, and the whole trail of a 10,000-task mission is tens of megabytes.
+   * A mission written before the index existed is read whole and filtered.
+   */
+  async getTaskAudit(id: string, taskId: string): Promise<AuditEntry[]> {
+    const keys = missionKeys(this.prefix, id);
+    const [positions, indexed] = await Promise.all([
+      this.redis.hget(keys.auditIndex, taskId),
+      this.redis.exists(keys.auditIndex),
+    ]);
+    if (positions === null) {
+      if (indexed === 1) return [];
+      return (await this.getAudit(id)).filter((entry) => entry.taskId === taskId);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const at of positions.split(',')) pipeline.lindex(keys.audit, Number(at));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies
+      .map(([, raw]) => (typeof raw === 'string' ? (JSON.parse(raw) as AuditEntry) : null))
+      .filter((entry): entry is AuditEntry => entry !== null);
   }
 
   async getAudit(id: string): Promise<AuditEntry[]> {
     const raw = await this.redis.lrange(missionKeys(this.prefix, id).audit, 0, -1);
     return raw.map((json) => JSON.parse(json) as AuditEntry);
+  }
+  /** The receipt finalize wrote (flotilla receipt <id>), or null before the mission finished. */
+  async getReceipt(id: string): Promise<Receipt | null> {
+    const raw = await this.redis.hget(missionKeys(this.prefix, id).meta, 'receipt');
+    return raw ? (JSON.parse(raw) as Receipt) : null;
+  }
+
+  async setReceipt(id: string, receipt: Receipt): Promise<void> {
+    await this.redis.hset(missionKeys(this.prefix, id).meta, 'receipt', JSON.stringify(receipt));
+  }
+
+  /** The trail's head as the append script left it: its last hash and how many entries it wrote. */
+  async getAuditHead(id: string): Promise<{ count: number; head: string | null }> {
+    const [count, head] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'auditCount',
+      'auditHead',
+    );
+    return { count: Number(count ?? 0), head: head ?? null };
   }
 
   /**
@@ -360,35 +450,7 @@ export class MissionStore {
   }
 
   async status(id: string): Promise<MissionStatusJson> {
-    const { meta, spec } = await this.getMission(id);
-    const states = await this.getTasks(id);
-    return {
-      id,
-      goal: meta.goal,
-      status: meta.status,
-      createdAt: meta.createdAt,
-      finishedAt: meta.finishedAt,
-      branch: integrationBranch(id),
-      costUsd: meta.costUsd,
-      tasks: spec.tasks.map((task) => {
-        const s = states[task.id];
-        return {
-          id: task.id,
-          title: task.title,
-          status: s?.status ?? 'pending',
-          attempts: s?.attempts ?? 0,
-          cli: s?.cli ?? null,
-          host: s?.host ?? null,
-          score: s?.score ?? null,
-          error: s?.error ?? null,
-          route: s?.route ?? null,
-          costUsd: s?.costUsd,
-          startedAt: s?.startedAt ?? null,
-          finishedAt: s?.finishedAt ?? null,
-          // Questions are shown while they wait for an answer, not after the task went on.
-          ...(s?.status === 'needs_input' && s.questions ? { questions: s.questions } : {}),
-        };
-      }),
-    };
+    const [{ meta, spec }, states] = await Promise.all([this.getMission(id), this.getTasks(id)]);
+    return statusJson(id, meta, spec, states);
   }
 }
