@@ -444,6 +444,33 @@ describe('setup', () => {
     ]);
   });
 
+  it('takes setup from defaults too; the top-level setup wins over it', async () => {
+    const file = await write(
+      'd.yaml',
+      yaml(
+        'goal: g',
+        'defaults: { setup: ["make deps"], setup_inputs: [Makefile.lock] }',
+        'tasks:',
+        '  - { id: a, title: A, exit_criteria: [x] }',
+      ),
+    );
+    expect((await loadMission(file)).mission?.tasks[0]?.setup).toEqual({
+      commands: ['make deps'],
+      inputs: ['Makefile.lock'],
+    });
+    const both = await write(
+      'e.yaml',
+      yaml(
+        'goal: g',
+        'setup: ["npm ci"]',
+        'defaults: { setup: ["make deps"] }',
+        'tasks:',
+        '  - { id: a, title: A, exit_criteria: [x] }',
+      ),
+    );
+    expect((await loadMission(both)).mission?.tasks[0]?.setup?.commands).toEqual(['npm ci']);
+  });
+
   it('means no setup when none is given', async () => {
     const file = await write(
       'm.yaml',
