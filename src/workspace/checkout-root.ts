@@ -81,8 +81,11 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
 }
 
 /**
- * Kills every process whose working directory is inside `dir` (Linux: /proc/<pid>/cwd; elsewhere
- * nothing is found). Only called for a slot whose owner is dead, so nothing there is anyone's.
+ * Kills the orphans working inside `dir`: processes whose working directory is there and whose
+ * parent is gone (re-parented to init, or to a systemd subreaper), with their process groups when
+ * they lead one, as agent CLIs do. A process with a live parent — a person's shell in a checkout —
+ * is left alone. Linux (/proc); elsewhere nothing is found. Only called for a slot whose owner is
+ * dead.
  */
 export async function killProcessesIn(dir: string): Promise<number[]> {
   const killed: number[] = [];
@@ -91,9 +94,19 @@ export async function killProcessesIn(dir: string): Promise<number[]> {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => null);
     if (cwd === null || (cwd !== dir && !cwd.startsWith(`${dir}/`))) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => null);
+    if (stat === null) continue;
+    // Fields after the command name (which may hold spaces): state, ppid, pgrp, …
+    const [, ppid, pgid] = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    const parent = ppid ? (await readFile(`/proc/${ppid}/comm`, 'utf8').catch(() => '')).trim() : '';
+    if (ppid !== 1 && parent !== 'systemd') continue;
+    const pid = Number(entry);
     try {
-      process.kill(Number(entry), 'SIGKILL');
-      killed.push(Number(entry));
+      process.kill(pgid === pid ? -pid : pid, 'SIGKILL');
+      killed.push(pid);
     } catch {
       // gone meanwhile, or not ours to signal
     }

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -29,6 +29,18 @@ const exists = (path: string) =>
   );
 const DAY = 86_400_000;
 
+/** The pid of the process re-parented to init whose working directory is `dir`. */
+async function orphanIn(dir: string): Promise<number> {
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => null);
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (cwd === dir && ppid === 1) return Number(entry);
+  }
+  throw new Error(`no orphan in ${dir}`);
+}
+
 async function makeRepo(dir: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'a.txt'), 'a\n');
@@ -52,18 +64,25 @@ describe('checkout slots', () => {
     const dead = execa('true');
     await dead;
     await writeFile(join(home, 'checkouts', 'p2.lock'), String(dead.pid));
-    // …and an agent it left running in one of its checkouts is stopped before the slot is reused.
-    await mkdir(join(home, 'checkouts', 'p2', 'pool', 'c1'), { recursive: true });
-    const orphan = execa('sleep', ['60'], {
-      cwd: join(home, 'checkouts', 'p2', 'pool', 'c1'),
-      reject: false,
-    });
-    const bystander = execa('sleep', ['60'], { cwd: home, reject: false });
-    await new Promise((done) => setTimeout(done, 100));
+    // …and an agent it left running in one of its checkouts (an orphan: its host is gone, so its
+    // parent is init) is stopped before the slot is reused; a process with a live parent is not.
+    const checkout = join(home, 'checkouts', 'p2', 'pool', 'c1');
+    await mkdir(checkout, { recursive: true });
+    await execa('bash', ['-c', '(setsid sleep 60 > /dev/null 2>&1 &)'], { cwd: checkout });
+    const bystander = execa('sleep', ['60'], { cwd: checkout, reject: false });
+    await new Promise((done) => setTimeout(done, 200));
+    const orphanPid = await orphanIn(checkout);
     const d = await claimCheckoutRoot(home);
     expect(d.dir).toBe(join(home, 'checkouts', 'p2'));
-    expect(d.orphansKilled).toEqual([orphan.pid]);
-    expect((await orphan).signal).toBe('SIGKILL');
+    expect(d.orphansKilled).toEqual([orphanPid]);
+    // Dead: gone, or a zombie until init reaps it.
+    const state = async () =>
+      (await readFile(`/proc/${orphanPid}/stat`, 'utf8').catch(() => 'x) X')).split(') ')[1]?.[0];
+    const until = Date.now() + 5_000;
+    while (!['X', 'Z'].includes((await state()) ?? '') && Date.now() < until) {
+      await new Promise((done) => setTimeout(done, 50));
+    }
+    expect(['X', 'Z']).toContain(await state());
     expect(bystander.exitCode).toBeNull();
     bystander.kill();
     await bystander;
