@@ -8,7 +8,7 @@ import { type HostContext, loadMission, usableClis } from './host-context.js';
 import { assertSigned, MISSION_CANCELLED } from './job-guard.js';
 import { pickReviewer } from './match.js';
 import { buildInvocation, buildReviewPrompt, resolveModel } from './prompt.js';
-import { spawnCli, tail } from './spawn-cli.js';
+import { describeEscape, spawnCli, tail } from './spawn-cli.js';
 import { parseUsage } from './usage.js';
 import { parseVerdict } from './verdict.js';
 import { childValue, ignoredChildFailure, lostRun } from './verify-attempt.js';
@@ -115,7 +115,10 @@ export async function reviewAttempt(
       env: adapter.config.env,
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
+      guardOrigin: { exclude: [ctx.config.home] },
     });
+    const escaped = describeEscape(adapter.displayName, outcome);
+    if (escaped) ctx.logger.error({ missionId, taskId, attempt, cli: adapter.cli }, escaped);
     const usage = adapter.config.usage_format
       ? parseUsage(adapter.config.usage_format, outcome.stdout)
       : null;
@@ -136,9 +139,11 @@ export async function reviewAttempt(
       stage: 'critic',
       host: ctx.hostId,
       cli: adapter.cli,
-      message: verdict
-        ? `critic ${adapter.displayName}${selfNote}: score ${verdict.score}/10, ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.join('; ')}` : ''}`
-        : `critic ${adapter.displayName}: no verdict could be read (exit ${outcome.exitCode})`,
+      message:
+        escaped ??
+        (verdict
+          ? `critic ${adapter.displayName}${selfNote}: score ${verdict.score}/10, ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.join('; ')}` : ''}`
+          : `critic ${adapter.displayName}: no verdict could be read (exit ${outcome.exitCode})`),
       files: {
         'review-prompt.md': prompt,
         'review.md': resultText,
@@ -150,6 +155,7 @@ export async function reviewAttempt(
         throw new Error(`review stopped: ${String(signal?.reason ?? 'aborted')}`);
       return { verify, ran: false, error: 'cancelled' };
     }
+    if (escaped) return { verify, ran: true, cli: adapter.cli, error: escaped };
     if (!verdict) {
       return {
         verify,

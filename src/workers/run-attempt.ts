@@ -17,7 +17,7 @@ import {
 } from './prompt.js';
 import { classifyReply } from './reply-patterns.js';
 import { collectResult } from './result-parse.js';
-import { spawnCli, tail } from './spawn-cli.js';
+import { describeEscape, spawnCli, tail } from './spawn-cli.js';
 import { parseUsage } from './usage.js';
 import { checkoutAttempt } from './workspace/attempt-checkout.js';
 import { commitAttempt } from './workspace/commit.js';
@@ -160,7 +160,32 @@ export async function runAttempt(
       env: adapter.config.env,
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
+      guardOrigin: { exclude: [ctx.config.home] },
     });
+    const escaped = describeEscape(adapter.displayName, outcome);
+    if (escaped) {
+      // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
+      log.error(escaped);
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'run',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        message: escaped,
+        files: { 'prompt.md': prompt, 'stdout.txt': tail(outcome.stdout, 20_000) },
+      });
+      return {
+        ...base,
+        cli: adapter.cli,
+        outcome: 'failed',
+        fatal: true,
+        durationMs: Date.now() - started,
+        summary: 'wrote outside its checkout',
+        error: escaped,
+      };
+    }
     const usage = adapter.config.usage_format
       ? parseUsage(adapter.config.usage_format, outcome.stdout)
       : null;

@@ -1,4 +1,6 @@
+import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
+import { diffOrigin, snapshotOrigin } from './origin-guard.js';
 
 export interface SpawnInput {
   readonly command: string;
@@ -11,6 +13,12 @@ export interface SpawnInput {
   /** Grace between SIGTERM and SIGKILL of the process group. */
   readonly killGraceMs?: number;
   readonly maxOutputBytes?: number;
+  /**
+   * Compare the git status of the directory flotilla runs in (default `process.cwd()`) before and
+   * after the run; `exclude` lists directories flotilla itself writes to (the child's cwd is always
+   * excluded).
+   */
+  readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
 }
 
 export interface SpawnOutcome {
@@ -22,6 +30,10 @@ export interface SpawnOutcome {
   /** The program was not found (ENOENT) or could not start. */
   readonly spawnError?: string;
   readonly durationMs: number;
+  /** Paths the run changed in flotilla's own repository (with `guardOrigin`); empty when none. */
+  readonly originChanges?: readonly string[];
+  /** The repository those paths are in. */
+  readonly originRoot?: string;
 }
 
 /**
@@ -29,12 +41,16 @@ export interface SpawnOutcome {
  * group so a timeout or a cancel kills the whole tree the CLI started, output capped in memory.
  */
 export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
+  const guard = input.guardOrigin;
+  const originDir = guard?.dir ?? process.cwd();
+  const exclude = [input.cwd, ...(guard?.exclude ?? [])];
+  const before = guard ? await snapshotOrigin(originDir, exclude) : null;
   const started = Date.now();
   const child = execa(input.command, [...input.args], {
     cwd: input.cwd,
     input: input.stdin,
     stdin: input.stdin === undefined ? 'ignore' : undefined,
-    env: childEnv(input.env),
+    env: childEnv(input.env, input.cwd, originDir),
     extendEnv: false,
     reject: false,
     detached: true,
@@ -76,7 +92,10 @@ export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
       result.failed && result.exitCode === undefined && !timedOut && !cancelled
         ? ((result as { code?: string }).code ?? result.shortMessage)
         : undefined;
+    const after = before ? await snapshotOrigin(originDir, exclude) : null;
+    const originChanges = before && after ? diffOrigin(before, after) : [];
     return {
+      ...(before ? { originChanges, originRoot: before.root } : {}),
       exitCode: result.exitCode ?? null,
       stdout: String(result.stdout ?? ''),
       stderr: String(result.stderr ?? ''),
@@ -94,12 +113,45 @@ export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
 /** flotilla's own secrets never reach an agent CLI or an exit criterion. */
 const PRIVATE_ENV = ['FLOTILLA_SECRET', 'FLOTILLA_BOARD_PASSWORD', 'FLOTILLA_BOARD_USER'];
 
-export function childEnv(extra?: Readonly<Record<string, string>>): Record<string, string> {
+/**
+ * Variables that name the directory flotilla was started from rather than the child's: the
+ * shell's previous directory and npm's start directory. OpenCode 1.18 takes its working
+ * directory from `PWD`, so an inherited one sent its writes into flotilla's own directory.
+ */
+const ORIGIN_ENV = ['OLDPWD', 'INIT_CWD'];
+
+/**
+ * The environment of an agent CLI, an exit criterion or a setup command: flotilla's own minus its
+ * secrets, `PWD` equal to the child's working directory, and nothing else that points at the
+ * directory flotilla runs in (a single path equal to it or inside it, such as npm's
+ * `npm_config_local_prefix`; lists such as `PATH` stay whole).
+ */
+export function childEnv(
+  extra: Readonly<Record<string, string>> | undefined,
+  cwd: string,
+  origin: string = process.cwd(),
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !PRIVATE_ENV.includes(key)) env[key] = value;
+    if (value === undefined || PRIVATE_ENV.includes(key) || ORIGIN_ENV.includes(key)) continue;
+    if (namesOrigin(value, origin)) continue;
+    env[key] = value;
   }
-  return { ...env, ...extra };
+  return { ...env, ...extra, PWD: cwd };
+}
+
+function namesOrigin(value: string, origin: string): boolean {
+  if (origin === '/' || value.includes(delimiter)) return false;
+  return value === origin || value.startsWith(`${origin}${sep}`);
+}
+
+/** The loud message for a run that changed flotilla's own repository, or null when it did not. */
+export function describeEscape(name: string, outcome: SpawnOutcome): string | null {
+  const changed = outcome.originChanges ?? [];
+  if (changed.length === 0) return null;
+  const listed =
+    changed.slice(0, 10).join(', ') + (changed.length > 10 ? `, … (${changed.length} in all)` : '');
+  return `${name} wrote outside its checkout: ${changed.length} path(s) changed in ${outcome.originRoot}, the repository flotilla runs in: ${listed}. Left as they are; check them before anything else uses that directory.`;
 }
 
 /** The last `maxChars` characters of a text, cut at a line start, for audit tails and feedback. */
