@@ -33,7 +33,16 @@ export type Turn =
    * answers every later main request too, because the CLIs retry on their own and a script cannot
    * know how often. Never use a 5xx: all the CLIs retry those for minutes.
    */
-  | { type: 'error'; status: number; errorType: string; message: string };
+  | {
+      type: 'error';
+      status: number;
+      errorType: string;
+      message: string;
+      /** Gemini's `error.details` (QuotaFailure, RetryInfo); other protocols ignore it. */
+      details?: unknown[];
+      /** Reply headers, e.g. `retry-after-ms` so a CLI's own backoff does not take minutes. */
+      headers?: Record<string, string>;
+    };
 
 /**
  * A script step: a fixed turn, or one computed from the main request it answers (a path named in
@@ -115,12 +124,12 @@ export const toolUseTurn = (name: string, input: Record<string, unknown> | strin
   name,
   input,
 });
-export const errorTurn = (status: number, errorType: string, message: string): Turn => ({
-  type: 'error',
-  status,
-  errorType,
-  message,
-});
+export const errorTurn = (
+  status: number,
+  errorType: string,
+  message: string,
+  extra: { details?: unknown[]; headers?: Record<string, string> } = {},
+): Turn => ({ type: 'error', status, errorType, message, ...extra });
 /** Claude Code's `Write` tool; `filePath` must be absolute. */
 export const writeTurn = (filePath: string, content: string): Turn =>
   toolUseTurn('Write', { file_path: filePath, content });

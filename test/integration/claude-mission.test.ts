@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
 import { listHosts } from '../../src/shared/registry.js';
+import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../helpers/flotilla.js';
 import {
   type CapturedRequest,
   type ScriptedModelServer,
@@ -13,7 +14,6 @@ import {
   userText,
   writeTurn,
 } from '../helpers/model-server.js';
-import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**
  * A mission through the real Claude Code CLI (`node_modules/.bin/claude`) and the real adapter file

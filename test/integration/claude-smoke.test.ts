@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CLAUDE_BIN as CLAUDE, CLAUDE_HEADLESS_ARGS, claudeEnv } from '../helpers/claude-cli.js';
 import {
   errorTurn,
   type ScriptedModelServer,
@@ -12,7 +13,6 @@ import {
   userText,
   writeTurn,
 } from '../helpers/model-server.js';
-import { CLAUDE_BIN as CLAUDE, CLAUDE_HEADLESS_ARGS, claudeEnv } from '../helpers/claude-cli.js';
 
 // The real Claude Code CLI (devDependency @anthropic-ai/claude-code), talking to a local scripted
 // Messages API. See docs/TESTING.md for the flags and environment and why.

@@ -29,7 +29,12 @@ export const anthropic: Protocol = {
   streams: (body) => body.stream === true,
   reply: (res, reply) => (reply.stream ? sendStream(res, reply) : sendJson(res, 200, toMessage(reply))),
   error: (res, turn) =>
-    sendJson(res, turn.status, { type: 'error', error: { type: turn.errorType, message: turn.message } }),
+    sendJson(
+      res,
+      turn.status,
+      { type: 'error', error: { type: turn.errorType, message: turn.message } },
+      turn.headers,
+    ),
   side: (body) => {
     const config = isObject(body.output_config) ? body.output_config : {};
     const format = isObject(config.format) ? config.format : {};

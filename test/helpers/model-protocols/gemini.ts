@@ -41,13 +41,19 @@ export const gemini: Protocol = {
   streams: (_body, pathname) => pathname.endsWith(':streamGenerateContent'),
   reply: sendGemini,
   error: (res, turn) =>
-    sendJson(res, turn.status, {
-      error: {
-        code: turn.status,
-        message: turn.message,
-        status: STATUS_NAMES[turn.status] ?? turn.errorType,
+    sendJson(
+      res,
+      turn.status,
+      {
+        error: {
+          code: turn.status,
+          message: turn.message,
+          status: STATUS_NAMES[turn.status] ?? turn.errorType,
+          details: turn.details ?? [],
+        },
       },
-    }),
+      turn.headers,
+    ),
   side: (body) => {
     const config = isObject(body.generationConfig) ? body.generationConfig : {};
     const schema = config.responseJsonSchema ?? config.responseSchema;

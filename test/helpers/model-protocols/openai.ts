@@ -14,9 +14,12 @@ import {
 
 /** OpenAI's error shape, used by both of its APIs: `{ error: { message, type, code } }`. */
 const openAiError: Protocol['error'] = (res, turn) =>
-  sendJson(res, turn.status, {
-    error: { message: turn.message, type: turn.errorType, code: turn.errorType, param: null },
-  });
+  sendJson(
+    res,
+    turn.status,
+    { error: { message: turn.message, type: turn.errorType, code: turn.errorType, param: null } },
+    turn.headers,
+  );
 
 /**
  * OpenAI Responses (`POST /v1/responses`, SSE): what `codex exec` speaks through a custom

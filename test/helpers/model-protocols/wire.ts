@@ -2,8 +2,13 @@ import type { ServerResponse } from 'node:http';
 
 /** What every protocol module needs from the HTTP side: JSON replies, SSE frames, split text. */
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { ...headers, 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
 
