@@ -239,8 +239,10 @@ export function describeRealCli(spec: RealCli): void {
       const task = greetTask(status);
       expect(status.status).toBe('failed');
       expect(task).toMatchObject({ status: 'failed', attempts: 1 });
-      expect(task.error).toContain(`${spec.displayName}: `);
-      expect(task.error).toContain(spec.loginError.says);
+      // The status line is clipped; the audit keeps the CLI's whole line.
+      expect(task.error).toContain(`run failed: ${spec.displayName}: `);
+      const [run] = stage(await cluster.client.store.getAudit(status.id), 'run');
+      expect(run?.message).toContain(spec.loginError.says);
       const host = (await listHosts(cluster.client.store.redis, cluster.client.store.prefix)).find(
         (h) => h.hostId === `${spec.cli}-401`,
       );
