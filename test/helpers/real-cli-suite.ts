@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseUsage, type UsageFormat } from '../../src/agent/usage.js';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
-import { listHosts } from '../../src/shared/registry.js';
-import { parseUsage, type UsageFormat } from '../../src/workers/usage.js';
+import { listHosts } from '../../src/store/registry.js';
 import { type AgentCli, setUpCli, writeFileTurn } from './agent-clis.js';
 import { ROOT, SIM_ADAPTERS, SIM_BIN, startCluster, type TestCluster } from './flotilla.js';
 import {

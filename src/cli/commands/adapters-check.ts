@@ -1,15 +1,11 @@
+import type { LoadedAdapters } from '../../agent/adapters/load-adapters.js';
 import { CAPABILITIES } from '../../shared/capabilities.js';
-import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import { type LoadedAdapters, loadAdapters } from '../../workers/adapters/load-adapters.js';
+import { exitCodeFor, formatProblem } from '../../shared/errors.js';
+import { type CommandIo, readAdaptersFor } from './read-adapters.js';
 
 export interface AdaptersCheckArgs {
   readonly dir: string;
   readonly json: boolean;
-}
-
-export interface CommandIo {
-  readonly out: (line: string) => void;
-  readonly err: (line: string) => void;
 }
 
 /**
@@ -18,21 +14,10 @@ export interface CommandIo {
  * `--json`, stdout holds only `{ dir, adapters, skipped, problems }`.
  */
 export async function adaptersCheck(args: AdaptersCheckArgs, io: CommandIo): Promise<number> {
-  let loaded: LoadedAdapters;
-  try {
-    loaded = await loadAdapters(args.dir);
-  } catch (error) {
-    if (isFlotillaError(error)) {
-      io.err(error.problems.length > 0 ? error.problems.map(formatProblem).join('\n') : error.message);
-      if (args.json)
-        io.out(JSON.stringify({ dir: args.dir, adapters: [], skipped: [], problems: error.problems }));
-      return exitCodeFor(error.code);
-    }
-    io.err(
-      `${args.dir}: internal error while reading adapters: ${error instanceof Error ? error.message : String(error)}`,
-    );
-    return exitCodeFor('internal');
-  }
+  const loaded = await readAdaptersFor(args.dir, io, (problems) => {
+    if (args.json) io.out(JSON.stringify({ dir: args.dir, adapters: [], skipped: [], problems }));
+  });
+  if (typeof loaded === 'number') return loaded;
 
   const { adapters, skipped, problems } = loaded;
   for (const problem of problems) io.err(formatProblem(problem));

@@ -1,0 +1,155 @@
+import { delimiter, sep } from 'node:path';
+import { execa } from 'execa';
+import { diffOrigin, snapshotOrigin } from './origin-guard.js';
+
+export interface SpawnInput {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly stdin?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** Grace between SIGTERM and SIGKILL of the process group. */
+  readonly killGraceMs?: number;
+  readonly maxOutputBytes?: number;
+  /**
+   * Compare the git status of the directory flotilla runs in (default `process.cwd()`) before and
+   * after the run; `exclude` lists directories flotilla itself writes to (the child's cwd is always
+   * excluded).
+   */
+  readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
+}
+
+export interface SpawnOutcome {
+  readonly exitCode: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+  readonly cancelled: boolean;
+  /** The program was not found (ENOENT) or could not start. */
+  readonly spawnError?: string;
+  readonly durationMs: number;
+  /** Paths the run changed in flotilla's own repository (with `guardOrigin`); empty when none. */
+  readonly originChanges?: readonly string[];
+  /** The repository those paths are in. */
+  readonly originRoot?: string;
+}
+
+/**
+ * The only place flotilla starts an agent CLI or an exit criterion: an argument array (never a
+ * shell of flotilla's making; a criterion is `bash -c` by contract), its own process group so a
+ * timeout or a cancel kills the whole tree it started, output capped in memory.
+ */
+export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
+  const guard = input.guardOrigin;
+  const originDir = guard?.dir ?? process.cwd();
+  const exclude = [input.cwd, ...(guard?.exclude ?? [])];
+  const before = guard ? await snapshotOrigin(originDir, exclude) : null;
+  const started = Date.now();
+  const child = execa(input.command, [...input.args], {
+    cwd: input.cwd,
+    input: input.stdin,
+    stdin: input.stdin === undefined ? 'ignore' : undefined,
+    env: childEnv(input.env, input.cwd, originDir),
+    extendEnv: false,
+    reject: false,
+    detached: true,
+    cleanup: true,
+    maxBuffer: input.maxOutputBytes ?? 16 * 1024 * 1024,
+    stripFinalNewline: false,
+  });
+  let timedOut = false;
+  let cancelled = false;
+  const killTree = () => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    const pid = child.pid;
+    setTimeout(() => {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, input.killGraceMs ?? 5_000).unref();
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killTree();
+  }, input.timeoutMs);
+  const onAbort = () => {
+    cancelled = true;
+    killTree();
+  };
+  if (input.signal?.aborted) onAbort();
+  else input.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const result = await child;
+    const spawnError =
+      result.failed && result.exitCode === undefined && !timedOut && !cancelled
+        ? ((result as { code?: string }).code ?? result.shortMessage)
+        : undefined;
+    const after = before ? await snapshotOrigin(originDir, exclude) : null;
+    const originChanges = before && after ? diffOrigin(before, after) : [];
+    return {
+      ...(before ? { originChanges, originRoot: before.root } : {}),
+      exitCode: result.exitCode ?? null,
+      stdout: String(result.stdout ?? ''),
+      stderr: String(result.stderr ?? ''),
+      timedOut,
+      cancelled,
+      ...(spawnError ? { spawnError } : {}),
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    clearTimeout(timer);
+    input.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** flotilla's own secrets never reach an agent CLI or an exit criterion. */
+const PRIVATE_ENV = ['FLOTILLA_SECRET', 'FLOTILLA_BOARD_PASSWORD', 'FLOTILLA_BOARD_USER'];
+
+/**
+ * Variables that name the directory flotilla was started from rather than the child's: the
+ * shell's previous directory and npm's start directory. OpenCode 1.18 takes its working
+ * directory from `PWD`, so an inherited one sent its writes into flotilla's own directory.
+ */
+const ORIGIN_ENV = ['OLDPWD', 'INIT_CWD'];
+
+/**
+ * The environment of an agent CLI, an exit criterion or a setup command: flotilla's own minus its
+ * secrets, `PWD` equal to the child's working directory, and nothing else that points at the
+ * directory flotilla runs in (a single path equal to it or inside it, such as npm's
+ * `npm_config_local_prefix`; lists such as `PATH` stay whole).
+ */
+export function childEnv(
+  extra: Readonly<Record<string, string>> | undefined,
+  cwd: string,
+  origin: string = process.cwd(),
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || PRIVATE_ENV.includes(key) || ORIGIN_ENV.includes(key)) continue;
+    if (namesOrigin(value, origin)) continue;
+    env[key] = value;
+  }
+  return { ...env, ...extra, PWD: cwd };
+}
+
+function namesOrigin(value: string, origin: string): boolean {
+  if (origin === '/' || value.includes(delimiter)) return false;
+  return value === origin || value.startsWith(`${origin}${sep}`);
+}
+
+/** The last `maxChars` characters of a text, cut at a line start, for audit tails and feedback. */
+export function tail(text: string, maxChars = 4_000): string {
+  if (text.length <= maxChars) return text;
+  const cut = text.slice(-maxChars);
+  const newline = cut.indexOf('\n');
+  return `…${newline >= 0 ? cut.slice(newline + 1) : cut}`;
+}
