@@ -19,7 +19,7 @@ Usage:
   flotilla report <id> [--out DIR]
   flotilla cancel <id>
   flotilla answer <id> <task> "<text>"
-  flotilla detect [--adapters DIR] [--json] [--refresh]
+  flotilla detect [--adapters DIR] [--json] [--refresh] [--check-auth]
   flotilla hosts [--json]
   flotilla adapters check [DIR] [--json]
   flotilla validate <mission.yaml> [--json]
@@ -155,12 +155,14 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           adapters: { type: 'string' },
           json: { type: 'boolean' },
           refresh: { type: 'boolean' },
+          'check-auth': { type: 'boolean' },
         });
         return await detect(
           {
             dir: (values.adapters as string | undefined) ?? config.adaptersDir,
             json: values.json === true,
             refresh: values.refresh === true,
+            checkAuth: values['check-auth'] === true,
           },
           io,
         );

@@ -35,6 +35,11 @@ export const dispatchConfigSchema = z
     rate_limit_patterns: z.array(z.string()).optional(),
     /** Case-insensitive regular expressions that mark a reply as "not logged in / misconfigured". */
     auth_error_patterns: z.array(z.string()).optional(),
+    /**
+     * The cheapest command that tells whether the CLI is logged in (`flotilla detect --check-auth`):
+     * exit 0 means logged in, unless its output matches an auth error pattern. Run without a shell.
+     */
+    auth_check_command: flags.optional(),
     /** How long this CLI cools down on a host after a rate-limit reply. */
     cooldown_ms: z.number().int().positive().optional(),
     /** How the CLI reports usage: `claude-json` parses Claude Code's --output-format json. */
