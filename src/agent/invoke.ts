@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
 import { classifyReply, type ReplyClass } from './reply-class.js';
+import { existing, type Sandbox, writablePaths } from './sandbox.js';
 import { type SpawnOutcome, spawnProcess } from './spawn.js';
 import { parseUsage, type Usage } from './usage.js';
 
@@ -40,6 +41,8 @@ export interface InvokeInput {
    * out when the repository flotilla runs in is compared before and after the run.
    */
   readonly flotillaDirs?: readonly string[];
+  /** `flotilla worker --sandbox`: the CLI runs under bwrap. */
+  readonly sandbox?: Sandbox;
 }
 
 export interface AgentRun {
@@ -78,6 +81,7 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     timeoutMs: input.timeoutMs,
     signal: input.signal,
     guardOrigin: { exclude: input.flotillaDirs ?? [] },
+    ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
   });
   const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
   const answer = usage?.resultText ?? outcome.stdout;
@@ -93,4 +97,14 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
       ? { root: outcome.originRoot, paths: outcome.originChanges }
       : null;
   return { invocation, outcome, usage, answer, resultFileText, replyClass, escaped };
+}
+
+/** The adapter's writable folders, made where asked, for this run's sandbox. */
+async function sandboxFor(sandbox: Sandbox, adapter: Adapter) {
+  const { paths, create } = writablePaths(adapter.config.sandbox_writable ?? [], {
+    ...process.env,
+    ...adapter.config.env,
+  });
+  for (const dir of create) await mkdir(dir, { recursive: true });
+  return { bwrap: sandbox.bwrap, writable: existing(paths) };
 }

@@ -1,6 +1,7 @@
 import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
 import { diffOrigin, snapshotOrigin } from './origin-guard.js';
+import { sandboxedCommand } from './sandbox.js';
 
 export interface SpawnInput {
   readonly command: string;
@@ -19,6 +20,8 @@ export interface SpawnInput {
    * excluded).
    */
   readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
+  /** Run under bubblewrap, with only the cwd, /tmp and these paths writable. */
+  readonly sandbox?: { readonly bwrap: string; readonly writable: readonly string[] };
 }
 
 export interface SpawnOutcome {
@@ -47,7 +50,10 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const exclude = [input.cwd, ...(guard?.exclude ?? [])];
   const before = guard ? await snapshotOrigin(originDir, exclude) : null;
   const started = Date.now();
-  const child = execa(input.command, [...input.args], {
+  const { command, args } = input.sandbox
+    ? sandboxedCommand(input.sandbox, input, input.sandbox.writable)
+    : { command: input.command, args: [...input.args] };
+  const child = execa(command, args, {
     cwd: input.cwd,
     input: input.stdin,
     stdin: input.stdin === undefined ? 'ignore' : undefined,

@@ -14,7 +14,7 @@ const HELP = `flotilla — run missions of AI coding-agent CLIs across worker ho
 Usage:
   flotilla run <mission.yaml> [--adapters DIR] [--workers N] [--slots N] [--json]
   flotilla submit <mission.yaml> [--wait] [--json]
-  flotilla worker [--adapters DIR] [--host-id ID] [--slots N] [--internal CLI] [--grace SECONDS]
+  flotilla worker [--adapters DIR] [--host-id ID] [--slots N] [--internal CLI] [--grace SECONDS] [--sandbox]
   flotilla status [<id>] [--json] [--watch]
   flotilla report <id> [--out DIR]
   flotilla cancel <id>
@@ -102,6 +102,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           slots: { type: 'string' },
           internal: { type: 'string' },
           grace: { type: 'string' },
+          sandbox: { type: 'boolean' },
         });
         return await worker(
           {
@@ -110,6 +111,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
             internalCli: values.internal as string | undefined,
             graceMs: positiveInt(values.grace, 'grace', 30) * 1000,
+            sandbox: values.sandbox === true,
           },
           config,
           io,

@@ -40,6 +40,12 @@ export const dispatchConfigSchema = z
      * exit 0 means logged in, unless its output matches an auth error pattern. Run without a shell.
      */
     auth_check_command: flags.optional(),
+    /**
+     * What the CLI must be able to write under `flotilla worker --sandbox` besides its checkout
+     * and /tmp: its config and cache folders. `~/` is the home folder, `$NAME` a variable; an
+     * entry ending in `/` is a folder made when missing; a missing entry otherwise is skipped.
+     */
+    sandbox_writable: z.array(z.string().min(1)).optional(),
     /** How long this CLI cools down on a host after a rate-limit reply. */
     cooldown_ms: z.number().int().positive().optional(),
     /** How the CLI reports usage: `claude-json` parses Claude Code's --output-format json. */

@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'redis/unreachable',
   'git/missing',
   'git/failed',
+  'sandbox/unavailable',
   'internal',
 ] as const;
 
@@ -59,6 +60,7 @@ export function exitCodeFor(code: ErrorCode): number {
       return 2;
     case 'redis/unreachable':
     case 'git/missing':
+    case 'sandbox/unavailable':
       return 3;
     default:
       return 1;

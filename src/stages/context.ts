@@ -1,3 +1,4 @@
+import type { Sandbox } from '../agent/sandbox.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Adapter } from '../shared/adapter.js';
 import type { Config } from '../shared/config.js';
@@ -36,6 +37,8 @@ export interface HostContext {
   readonly onAdvertisedChange: () => Promise<void>;
   /** Specs are immutable once submitted, so a host reads each mission's once. */
   readonly missions: Map<string, MissionRecord>;
+  /** `flotilla worker --sandbox`: every agent CLI runs under bwrap. */
+  readonly sandbox?: Sandbox;
 }
 
 /**

@@ -108,6 +108,7 @@ export async function reviewAttempt(
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
       flotillaDirs: [ctx.config.home],
+      ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
     });
     if (run.escaped) {
       const event = {

@@ -145,6 +145,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
     flotillaDirs: [ctx.config.home],
+    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
   if (run.invocation.note) log.info(run.invocation.note);
   if (run.escaped) {
