@@ -49,7 +49,7 @@ export const dispatchConfigSchema = z
     /** How long this CLI cools down on a host after a rate-limit reply. */
     cooldown_ms: z.number().int().positive().optional(),
     /** How the CLI reports usage: `claude-json` parses Claude Code's --output-format json. */
-    usage_format: z.enum(['claude-json', 'codex-jsonl', 'gemini-json']).optional(),
+    usage_format: z.enum(['claude-json', 'codex-jsonl', 'gemini-json', 'opencode-jsonl']).optional(),
     /** Environment variables the CLI needs; their values are never logged or put in prompts. */
     env: z.record(z.string(), z.string()).optional(),
     /** Marks the adapter that serves dispatch.internal on hosts configured with it. */

@@ -9,6 +9,7 @@ describeRealCli({
   file: 'opencode.md',
   capability: 'code_implementation',
   model: /"model":"claude-sonnet-4-6"/,
+  usageFormat: 'opencode-jsonl',
   rateLimit: {
     // retry-after-ms keeps OpenCode's own backoff (it retries a 429 several times) short.
     turn: errorTurn(429, 'rate_limit_exceeded', 'Rate limit reached for requests', {
