@@ -23,7 +23,7 @@ export function fromStored(json: string): TaskState {
     : state;
 }
 
-/** The status JSON of DESIGN.md §5 from a mission's meta, spec and task states. */
+/** The status JSON (`flotilla status <id> --json`) from a mission's meta, spec and task states. */
 export function statusJson(
   id: string,
   meta: Pick<MissionStatusJson, 'goal' | 'status' | 'createdAt' | 'finishedAt' | 'costUsd'>,

@@ -8,13 +8,9 @@ import { resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
 import { loadMission } from '../../mission/load.js';
-import {
-  buildPlanPrompt,
-  checkPlanRules,
-  extractMissionYaml,
-  type PlanPromptInput,
-  setWorkspace,
-} from '../../mission/plan-prompt.js';
+import { extractMissionYaml, setWorkspace } from '../../mission/plan-answer.js';
+import { buildPlanPrompt, type PlanPromptInput } from '../../mission/plan-prompt.js';
+import { checkPlanRules } from '../../mission/plan-rules.js';
 import { matchCli } from '../../queue/match.js';
 import type { Adapter } from '../../shared/adapter.js';
 import { type Config, DEFAULT_SLOTS } from '../../shared/config.js';
