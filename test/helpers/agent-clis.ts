@@ -1,4 +1,5 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { Turn, TurnUsage } from './model-server.js';
 
@@ -8,6 +9,19 @@ import type { Turn, TurnUsage } from './model-server.js';
  * What each CLI needs, and why, is in docs/TESTING.md.
  */
 export const CLI_BIN = join(import.meta.dirname, '../../node_modules/.bin');
+
+/**
+ * A scratch folder for real-CLI tests (the CLIs' HOMEs, flotilla's home), outside /tmp. Codex
+ * 0.171 refuses to create its helper binaries when CODEX_HOME is under /tmp ("Refusing to create
+ * helper binaries under temporary dir"); without bubblewrap it goes on all the same, but with
+ * `bwrap` on PATH (CI installs it for --sandbox) its tools run under bwrap and `apply_patch` then
+ * fails ("Failed to write file …"). The caller removes the folder.
+ */
+export async function cliHome(): Promise<string> {
+  const parent = join(homedir(), '.cache');
+  await mkdir(parent, { recursive: true });
+  return mkdtemp(join(parent, 'flotilla-real-cli-'));
+}
 
 export type AgentCli = 'claude-code' | 'codex-cli' | 'gemini-cli' | 'opencode';
 

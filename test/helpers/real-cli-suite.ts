@@ -1,12 +1,11 @@
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsage, type UsageFormat } from '../../src/agent/usage.js';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
 import { listHosts } from '../../src/store/registry.js';
-import { type AgentCli, setUpCli, writeFileTurn } from './agent-clis.js';
+import { type AgentCli, cliHome, setUpCli, writeFileTurn } from './agent-clis.js';
 import { ROOT, SIM_ADAPTERS, SIM_BIN, startCluster, type TestCluster } from './flotilla.js';
 import {
   type CapturedRequest,
@@ -118,12 +117,12 @@ export function describeRealCli(spec: RealCli): void {
     const cleanups: (() => Promise<void> | void)[] = [];
 
     beforeAll(async () => {
-      dir = await mkdtemp(join(tmpdir(), `flotilla-real-${spec.cli}-`));
+      dir = await cliHome();
       adapters = join(dir, 'adapters');
       await mkdir(adapters);
       await copyFile(join(ROOT, 'adapters', spec.file), join(adapters, spec.file));
       await copyFile(join(SIM_ADAPTERS, 'sim-reviewer.md'), join(adapters, 'sim-reviewer.md'));
-      cluster = await startCluster({ hosts: 0 });
+      cluster = await startCluster({ hosts: 0, env: { FLOTILLA_HOME: join(dir, 'flotilla') } });
     });
     afterEach(async () => {
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup();

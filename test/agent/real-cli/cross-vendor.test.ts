@@ -1,9 +1,8 @@
 import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../../src/shared/contracts.js';
-import { type AgentCli, setUpCli, writeFileTurn } from '../../helpers/agent-clis.js';
+import { cliHome, setUpCli, writeFileTurn } from '../../helpers/agent-clis.js';
 import { ROOT, startCluster, type TestCluster } from '../../helpers/flotilla.js';
 import { type CapturedRequest, startModelServer, textTurn, userText } from '../../helpers/model-server.js';
 
@@ -59,12 +58,12 @@ describe('a cross-vendor mission on real CLIs', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'flotilla-cross-vendor-'));
+    dir = await cliHome();
     adapters = join(dir, 'adapters');
     await mkdir(adapters);
     for (const file of Object.values(ADAPTERS))
       await copyFile(join(ROOT, 'adapters', file), join(adapters, file));
-    cluster = await startCluster({ hosts: 0 });
+    cluster = await startCluster({ hosts: 0, env: { FLOTILLA_HOME: join(dir, 'flotilla') } });
   });
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
