@@ -142,6 +142,27 @@ export async function setUpCli(
   }
 }
 
+/**
+ * Sets the host's environment for one test (what its CLIs inherit) and returns the undo. Every
+ * other variable a developer's own login could come from is removed for the test, unread.
+ */
+export function hostEnvironment(values: Record<string, string>): () => void {
+  const vendor = /^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|OPENCODE_|XDG_)/;
+  const touched = new Set([
+    ...Object.keys(values),
+    ...Object.keys(process.env).filter((k) => vendor.test(k)),
+  ]);
+  const saved = new Map([...touched].map((key) => [key, process.env[key]]));
+  for (const key of touched) delete process.env[key];
+  Object.assign(process.env, values);
+  return () => {
+    for (const [key, value] of saved) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+}
+
 /** The scripted turn that makes each CLI write a file with its own tool. */
 export function writeFileTurn(cli: AgentCli, path: string, content: string, usage?: TurnUsage): Turn {
   const call = (name: string, input: Record<string, unknown> | string): Turn => ({

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsage, type UsageFormat } from '../../src/agent/usage.js';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
 import { listHosts } from '../../src/store/registry.js';
-import { type AgentCli, cliHome, setUpCli, writeFileTurn } from './agent-clis.js';
+import { type AgentCli, cliHome, hostEnvironment, setUpCli, writeFileTurn } from './agent-clis.js';
 import { ROOT, SIM_ADAPTERS, SIM_BIN, startCluster, type TestCluster } from './flotilla.js';
 import {
   type CapturedRequest,
@@ -86,27 +86,6 @@ function greetTask(status: MissionStatusJson) {
   const found = status.tasks.find((t) => t.id === 'greet');
   if (!found) throw new Error('no task greet');
   return found;
-}
-
-/**
- * Sets the host's environment for one test (what its CLIs inherit) and returns the undo. Every
- * other variable a developer's own login could come from is removed for the test, unread.
- */
-function hostEnvironment(values: Record<string, string>): () => void {
-  const vendor = /^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|OPENCODE_|XDG_)/;
-  const touched = new Set([
-    ...Object.keys(values),
-    ...Object.keys(process.env).filter((k) => vendor.test(k)),
-  ]);
-  const saved = new Map([...touched].map((key) => [key, process.env[key]]));
-  for (const key of touched) delete process.env[key];
-  Object.assign(process.env, values);
-  return () => {
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  };
 }
 
 export function describeRealCli(spec: RealCli): void {

@@ -2,7 +2,7 @@ import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../../src/shared/contracts.js';
-import { cliHome, setUpCli, writeFileTurn } from '../../helpers/agent-clis.js';
+import { cliHome, hostEnvironment, setUpCli, writeFileTurn } from '../../helpers/agent-clis.js';
 import { ROOT, startCluster, type TestCluster } from '../../helpers/flotilla.js';
 import { type CapturedRequest, startModelServer, textTurn, userText } from '../../helpers/model-server.js';
 
@@ -32,23 +32,6 @@ function resultPath(request: CapturedRequest): string {
   const path = /write your result to: (\S+)/.exec(userText(request))?.[1];
   if (!path) throw new Error('the prompt names no result path');
   return path;
-}
-
-function hostEnvironment(values: Record<string, string>): () => void {
-  const vendor = /^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|OPENCODE_)/;
-  const touched = new Set([
-    ...Object.keys(values),
-    ...Object.keys(process.env).filter((k) => vendor.test(k)),
-  ]);
-  const saved = new Map([...touched].map((key) => [key, process.env[key]]));
-  for (const key of touched) delete process.env[key];
-  Object.assign(process.env, values);
-  return () => {
-    for (const [key, value] of saved) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  };
 }
 
 describe('a cross-vendor mission on real CLIs', () => {
