@@ -9,6 +9,7 @@ import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { readSigningKey } from '../shared/receipt.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
@@ -87,6 +88,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
     );
   }
+  const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
   const slots = options.slots ?? DEFAULT_SLOTS;
 
@@ -116,6 +118,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         cli: c.adapter.cli,
         displayName: c.adapter.displayName,
         ...(c.version ? { version: c.version } : {}),
+        ...(c.adapter.vendor ? { vendor: c.adapter.vendor } : {}),
         capabilities: [...c.adapter.config.capabilities],
         order: c.adapter.order,
       })),
@@ -150,6 +153,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     },
     missions: new Map(),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(signingKey ? { signingKey } : {}),
   };
 
   const workerOptions = {

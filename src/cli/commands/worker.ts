@@ -1,6 +1,5 @@
 import { startHost } from '../../host/host.js';
 import type { Config } from '../../shared/config.js';
-import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import type { Io } from '../io.js';
@@ -20,7 +19,7 @@ export async function worker(
     sandbox?: boolean;
   },
   config: Config,
-  io: Io,
+  _io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
   const probe = await connectOrFail(redisUrl);
@@ -42,21 +41,23 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
+    // Forced means running work was cut off: the shell's 128 + signal number, not success.
+    let exitCode = 0;
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
         logger.info(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
-        void host.close().then(() => resolve(0));
+        // Both calls share one close; whichever signal came last decides the exit code.
+        void host.close().then(() => resolve(exitCode));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        void host.close({ force: true }).then(() => resolve(0));
+        exitCode = signal === 'SIGINT' ? 130 : 143;
+        void host.close({ force: true });
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    void io;
-    void FlotillaError;
   });
 }
