@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'redis/unreachable',
   'git/missing',
   'git/failed',
+  'sandbox/unavailable',
   'internal',
 ] as const;
 
@@ -59,6 +60,7 @@ export function exitCodeFor(code: ErrorCode): number {
       return 2;
     case 'redis/unreachable':
     case 'git/missing':
+    case 'sandbox/unavailable':
     // No agent CLI on a host is a missing piece of the machine, not a mistake in the user's input.
     case 'cli/not-found':
       return 3;

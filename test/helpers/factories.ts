@@ -91,6 +91,7 @@ function stageOf(event: AuditEvent): AuditEntry['stage'] {
     case 'rate-limited':
     case 'cli-unusable':
     case 'setup-failed':
+    case 'escaped-checkout':
       return 'run';
     default:
       return event.kind;
