@@ -9,7 +9,6 @@ import type { TaskSpec } from '../../shared/mission.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseForRun } from '../../workspace/stage-checkout.js';
-import { describeSetupFailure } from '../../workspace/warm-checkout.js';
 import { poolPlace, runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
@@ -19,6 +18,7 @@ import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
 import { finishRun } from './finish.js';
 import { assemblePrompt } from './prompt.js';
 import { gatherPromptFacts } from './prompt-input.js';
+import { setupFailed } from './setup-failure.js';
 
 /**
  * The run stage: prompt → CLI → result → write scope → commit → push, on a checkout of its own.
@@ -97,24 +97,15 @@ export async function runAttempt(
     lease = checkout.lease;
     const setup = await runSetup(checkout.lease, checkout.baseCommit, task, signal);
     if (setup.failure) {
-      await ctx.store.audit(missionId, {
-        at: new Date().toISOString(),
+      const failed = { ...setup, failure: setup.failure };
+      return await setupFailed(ctx, {
+        missionId,
         taskId,
         attempt,
-        stage: 'run',
-        host: ctx.hostId,
         cli: chosen.adapter.cli,
-        event: { kind: 'setup-failed', ...setup.failure },
-        files: { 'setup.txt': setup.log },
+        setup: failed,
+        startedAt,
       });
-      return {
-        ...base,
-        cli: chosen.adapter.cli,
-        outcome: 'failed',
-        durationMs: Date.now() - startedAt,
-        summary: 'setup failed',
-        error: describeSetupFailure(setup.failure).slice(0, 2_000),
-      };
     }
     // `return await` inside try: a bare `return` runs the finally (an awaited lease release)
     // while a rejected promise goes unobserved, and Node ends the host on the unhandled rejection.
