@@ -22,10 +22,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { prepareWorkspace } from '../dist/producer/prepare-workspace.js';
+import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
 import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js';
-import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/shared/store-scripts.js';
-import { spawnCli } from '../dist/workers/spawn-cli.js';
+import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
+import { spawnCli } from '../dist/agent/spawn.js';
 import {
   checkoutAttempt,
   checkoutForVerify,
@@ -36,7 +36,7 @@ import {
   openRepoCache,
   removeWorktree,
   snapshotChanges,
-} from '../dist/workers/workspace/index.js';
+} from '../dist/workspace/index.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
 import { commandCalls, diffCalls, redisCpuSeconds, startRedis } from './lib/redis.js';

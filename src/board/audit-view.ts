@@ -1,5 +1,5 @@
 import { type AuditEntry, attemptJobId, dispatchQueue, type JOBS, QUEUES } from '../shared/contracts.js';
-import { parseVerdict } from '../workers/verdict.js';
+import { parseVerdict } from '../stages/critic/verdict.js';
 
 /**
  * What the board shows of an attempt, read from the audit trail. The workers write the audit as

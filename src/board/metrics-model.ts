@@ -1,5 +1,5 @@
 import { type AuditEntry, MISSION_STATUSES, TASK_STATUSES } from '../shared/contracts.js';
-import type { HostInfo } from '../shared/registry.js';
+import type { HostInfo } from '../store/registry.js';
 import { type GateAction, gateActionOf, runDurationSec } from './audit-view.js';
 import { histogramSamples, type MetricFamily, type MetricSample } from './metrics-format.js';
 import type { MissionRow } from './read-missions.js';

@@ -4,7 +4,7 @@ import { parseDuration } from './duration.js';
 
 /**
  * The mission file's shape. Unknown fields are errors (a typo must not silently drop a setting);
- * cross-task rules (unique ids, dependencies, cycles) live in producer/mission-rules.ts.
+ * cross-task rules (unique ids, dependencies, cycles) live in mission/rules.ts.
  */
 export const TASK_ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 

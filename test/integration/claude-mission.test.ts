@@ -4,7 +4,7 @@ import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
-import { listHosts } from '../../src/shared/registry.js';
+import { listHosts } from '../../src/store/registry.js';
 import {
   type CapturedRequest,
   type ScriptedAnthropic,

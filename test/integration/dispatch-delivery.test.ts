@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
-import { MAX_ARG_BYTES } from '../../src/workers/prompt.js';
+import { MAX_ARG_BYTES } from '../../src/stages/run/prompt.js';
 import { indent, SIM_ADAPTERS, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**

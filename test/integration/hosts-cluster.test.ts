@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PREFIX, type MissionStatusJson } from '../../src/shared/contracts.js';
-import type { HostInfo } from '../../src/shared/registry.js';
+import type { HostInfo } from '../../src/store/registry.js';
 import { integrationMerges, mission, task, writes } from '../helpers/hosts-stage.js';
 import { type RedisClusterHandle, startRedisCluster } from '../helpers/redis-server.js';
 import {

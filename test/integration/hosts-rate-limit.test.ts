@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HostInfo } from '../../src/shared/registry.js';
+import type { HostInfo } from '../../src/store/registry.js';
 import { byTask, mission, openStage, type Stage, task, writes } from '../helpers/hosts-stage.js';
 import {
   BIN_AUDITOR,

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { plan } from '../../src/cli/commands/plan.js';
 import type { Io } from '../../src/cli/io.js';
-import { loadMission } from '../../src/producer/load-mission.js';
+import { loadMission } from '../../src/mission/load.js';
 import { loadConfig } from '../../src/shared/config.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MissionSpec, TaskSpec } from '../../src/shared/mission.js';
-import { MissionStore } from '../../src/shared/mission-store.js';
+import { MissionStore } from '../../src/store/mission-store.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
 /** The Lua transitions that hosts race on, hammered directly on a real Redis. */

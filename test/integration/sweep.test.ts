@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadMissionOrThrow } from '../../src/producer/load-mission.js';
-import { prepareWorkspace } from '../../src/producer/prepare-workspace.js';
+import { loadMissionOrThrow } from '../../src/mission/load.js';
+import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**

@@ -2,10 +2,9 @@ import { mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prepareWorkspace } from '../../src/producer/prepare-workspace.js';
 import { attemptBranch, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
-import { runGit } from '../../src/workers/workspace/git.js';
+import { runGit } from '../../src/workspace/git.js';
 import {
   checkoutAttempt,
   checkoutForVerify,
@@ -17,7 +16,8 @@ import {
   type RepoCache,
   removeWorktree,
   snapshotChanges,
-} from '../../src/workers/workspace/index.js';
+} from '../../src/workspace/index.js';
+import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 
 // The tests must pass on a machine with no git identity at all: the global and system config are
 // hidden, and `user.useConfigOnly` stops git from guessing one from the host name, so every commit

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { TaskStatus } from '../../src/shared/contracts.js';
 import {
   criticalPathMs,
   type DagTask,
@@ -8,8 +9,7 @@ import {
   readyTasks,
   topologicalOrder,
   transitiveDependents,
-} from '../../src/producer/dag.js';
-import type { TaskStatus } from '../../src/shared/contracts.js';
+} from '../../src/shared/dag.js';
 
 /** `graph('b:a', 'c:a,b')`: task b depends on a, c on a and b. */
 function graph(...specs: string[]): DagTask[] {

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clearDetectionCache, detectClis } from '../../src/agent/adapters/detect.js';
 import { detect } from '../../src/cli/commands/detect.js';
 import { type Adapter, dispatchConfigSchema } from '../../src/shared/adapter.js';
-import { clearDetectionCache, detectClis } from '../../src/workers/adapters/detect.js';
 
 /** Small executables that behave like installed, broken, counting and hanging CLIs. */
 const BIN = join(import.meta.dirname, '../fixtures/bin');

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
-import { loadMission } from '../../src/producer/load-mission.js';
-import { formatPath, type PathSegment } from '../../src/producer/yaml-lines.js';
+import { loadMission } from '../../src/mission/load.js';
+import { formatPath, type PathSegment } from '../../src/shared/validation/yaml-lines.js';
 
 /**
  * Hundreds of malformed missions from a seeded generator: whatever the file holds, loadMission

@@ -7,7 +7,7 @@ import {
   formatCriticFeedback,
   MAX_RETRY_DELAY_MS,
   retryDelayMs,
-} from '../../src/workers/gate-decision.js';
+} from '../../src/stages/gate/decide.js';
 
 function task(overrides: Partial<TaskSpec> = {}): TaskSpec {
   return {

@@ -2,11 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadAdapters, loadAdaptersOrThrow } from '../../src/agent/adapters/load-adapters.js';
+import { classifyReply } from '../../src/agent/reply-class.js';
 import { adaptersCheck } from '../../src/cli/commands/adapters-check.js';
 import type { Adapter } from '../../src/shared/adapter.js';
 import { FlotillaError, formatProblem } from '../../src/shared/errors.js';
-import { loadAdapters, loadAdaptersOrThrow } from '../../src/workers/adapters/load-adapters.js';
-import { classifyReply } from '../../src/workers/reply-patterns.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 /** Legion's published adapter files, read from the shared folder beside the repository (CI lays it there). */

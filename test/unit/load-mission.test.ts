@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { validate } from '../../src/cli/commands/validate.js';
-import { loadMission, loadMissionOrThrow, resolveWorkspace } from '../../src/producer/load-mission.js';
+import { loadMission, loadMissionOrThrow, resolveWorkspace } from '../../src/mission/load.js';
 import { FlotillaError, formatProblem } from '../../src/shared/errors.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/missions/', import.meta.url));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { matchCli, pickReviewer, splitCapabilities } from '../../src/queue/match.js';
 import { type Adapter, type DispatchConfigInput, dispatchConfigSchema } from '../../src/shared/adapter.js';
 import type { ControlMode } from '../../src/shared/capabilities.js';
-import { matchCli, pickReviewer, splitCapabilities } from '../../src/workers/match.js';
 
 function adapter(
   cli: string,

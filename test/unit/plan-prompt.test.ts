@@ -6,7 +6,7 @@ import {
   MAX_PREVIOUS_CHARS,
   type PlanPromptInput,
   setWorkspace,
-} from '../../src/producer/plan-prompt.js';
+} from '../../src/mission/plan-prompt.js';
 import { defaultsSchema, missionSchema, taskSchema } from '../../src/shared/mission.js';
 
 const base: PlanPromptInput = {

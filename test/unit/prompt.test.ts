@@ -15,7 +15,7 @@ import {
   type PromptInput,
   promptTooLarge,
   resolveModel,
-} from '../../src/workers/prompt.js';
+} from '../../src/stages/run/prompt.js';
 
 const GOLDEN_DIR = fileURLToPath(new URL('../golden/', import.meta.url));
 

@@ -6,7 +6,7 @@ import {
   parseAgentResult,
   parseResultFile,
   splitOutputs,
-} from '../../src/workers/result-parse.js';
+} from '../../src/agent/result.js';
 
 const BOLD = `# Result: Add median()
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type LiveHost, routeTask } from '../../src/producer/route.js';
+import { type LiveHost, routeTask } from '../../src/queue/route.js';
 import { dispatchQueue, QUEUES } from '../../src/shared/contracts.js';
 import type { TaskSpec } from '../../src/shared/mission.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsage } from '../../src/workers/usage.js';
+import { parseUsage } from '../../src/agent/usage.js';
 
 const CLAUDE_RESULT = {
   type: 'result',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeScore, parseLooseValue, parseVerdict } from '../../src/workers/verdict.js';
+import { normalizeScore, parseLooseValue, parseVerdict } from '../../src/stages/critic/verdict.js';
 
 describe('parseVerdict', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parsePorcelainZ } from '../../src/workers/workspace/snapshot-changes.js';
-import { describeViolations, scopeViolations } from '../../src/workers/workspace/write-scope.js';
+import { parsePorcelainZ } from '../../src/workspace/snapshot-changes.js';
+import { describeViolations, scopeViolations } from '../../src/workspace/write-scope.js';
 
 describe('scopeViolations', () => {
   const cases: Array<{

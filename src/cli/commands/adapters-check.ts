@@ -1,6 +1,6 @@
+import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
 import { CAPABILITIES } from '../../shared/capabilities.js';
 import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import { type LoadedAdapters, loadAdapters } from '../../workers/adapters/load-adapters.js';
 
 export interface AdaptersCheckArgs {
   readonly dir: string;

@@ -1,6 +1,6 @@
+import { type DetectedCli, detectClis } from '../../agent/adapters/detect.js';
+import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
 import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import { type DetectedCli, detectClis } from '../../workers/adapters/detect.js';
-import { type LoadedAdapters, loadAdapters } from '../../workers/adapters/load-adapters.js';
 
 export interface DetectArgs {
   readonly dir: string;

@@ -2,26 +2,26 @@ import { constants } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { criticalPathMs } from '../../producer/dag.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { detectClis } from '../../agent/adapters/detect.js';
+import { loadAdapters } from '../../agent/adapters/load-adapters.js';
+import { classifyReply } from '../../agent/reply-class.js';
+import { spawnCli, tail } from '../../agent/spawn.js';
+import { parseUsage } from '../../agent/usage.js';
+import { loadMission } from '../../mission/load.js';
 import {
   buildPlanPrompt,
   checkPlanRules,
   extractMissionYaml,
   type PlanPromptInput,
   setWorkspace,
-} from '../../producer/plan-prompt.js';
+} from '../../mission/plan-prompt.js';
+import { matchCli } from '../../queue/match.js';
 import type { Adapter } from '../../shared/adapter.js';
 import type { Config } from '../../shared/config.js';
+import { criticalPathMs } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, isFlotillaError, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
-import { detectClis } from '../../workers/adapters/detect.js';
-import { loadAdapters } from '../../workers/adapters/load-adapters.js';
-import { matchCli } from '../../workers/match.js';
-import { buildInvocation, resolveModel } from '../../workers/prompt.js';
-import { classifyReply } from '../../workers/reply-patterns.js';
-import { spawnCli, tail } from '../../workers/spawn-cli.js';
-import { parseUsage } from '../../workers/usage.js';
+import { buildInvocation, resolveModel } from '../../stages/run/prompt.js';
 import type { Io } from '../io.js';
 
 /**

@@ -1,5 +1,5 @@
-import { criticalPathMs } from '../../producer/dag.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { loadMission } from '../../mission/load.js';
+import { criticalPathMs } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
 

@@ -1,8 +1,8 @@
+import { startHost } from '../../host/host.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
-import { startHost } from '../../workers/host.js';
 import type { Io } from '../io.js';
 
 /**

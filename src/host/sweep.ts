@@ -1,0 +1,46 @@
+import { Job } from 'bullmq';
+import { enqueueAttempt } from '../queue/enqueue.js';
+import { attemptJobId, finalizeJobId, QUEUES } from '../shared/contracts.js';
+import type { HostContext } from '../stages/context.js';
+import { enqueueFinalize } from '../stages/gate/processor.js';
+
+/** How many of the newest missions a sweep looks at. */
+const SWEEP_WINDOW = 500;
+
+/**
+ * The safety net for a process that died between writing mission state and adding the jobs that
+ * carry it on (a producer killed mid-submit, a host killed after a transition whose gate job was
+ * then lost with Redis data): a task that is queued or retrying with no job for its attempt gets
+ * one, and a finished mission with no finalize job gets one. Adds are idempotent (deterministic
+ * ids), so two hosts sweeping at once do no harm; a lock keeps it to one host at a time anyway.
+ */
+export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{ repaired: string[] }> {
+  const lock = await ctx.store.redis.set(`${ctx.store.prefix}:sweep-lock`, ctx.hostId, 'PX', lockMs, 'NX');
+  if (lock !== 'OK') return { repaired: [] };
+  const repaired: string[] = [];
+  const missionQueue = ctx.queues.get(QUEUES.mission);
+  for (const id of await ctx.store.listMissions(SWEEP_WINDOW)) {
+    const record = await ctx.store.getMission(id).catch(() => null);
+    if (!record) continue;
+    if (record.meta.status !== 'running') {
+      const summary = await ctx.store.getMetaField(id, 'summary');
+      if (summary === null && !(await Job.fromId(missionQueue, finalizeJobId(id)))) {
+        await enqueueFinalize(ctx, id);
+        repaired.push(`${id}: finalize`);
+      }
+      continue;
+    }
+    if (record.meta.cancelled) continue;
+    const states = await ctx.store.getTasks(id);
+    for (const task of record.spec.tasks) {
+      const state = states[task.id];
+      if (!state || (state.status !== 'queued' && state.status !== 'retrying') || state.attempts < 1)
+        continue;
+      if (await Job.fromId(missionQueue, attemptJobId(id, task.id, state.attempts, 'gate'))) continue;
+      await enqueueAttempt(ctx, { missionId: id, task, attempt: state.attempts });
+      repaired.push(`${id}/${task.id} a${state.attempts}`);
+    }
+  }
+  if (repaired.length > 0) ctx.logger.warn({ repaired }, 'sweep: re-added jobs lost with a crashed process');
+  return { repaired };
+}
