@@ -14,8 +14,8 @@ export {
   type CommitAttemptOptions,
   type CommitAttemptResult,
   commitAttempt,
-  type PushBranchOptions,
-  pushBranch,
+  type PushRefOptions,
+  pushRef,
 } from './commit.js';
 export { type IntegrateAttemptOptions, type IntegrateResult, integrateAttempt } from './integrate.js';
 export { defaultCacheDir, type OpenRepoCacheOptions, openRepoCache, type RepoCache } from './repo-cache.js';

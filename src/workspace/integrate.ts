@@ -1,137 +1,302 @@
 /**
- * The gate's merge (DESIGN.md §4 step 8): an approved attempt branch goes into the mission's
- * integration branch. Hosts integrate concurrently without a lock: a push that lost the race is
- * rejected by the mission repo, and the merge is redone on the new integration commit.
+ * The gate's merge (DESIGN.md §4 step 8), without a checkout: `git merge-tree --write-tree` merges
+ * an approved attempt's work commit into the integration branch's tip, `git commit-tree` records
+ * it, and a compare-and-swap publishes the new tip — `update-ref <ref> <new> <old>` in the mission
+ * repo itself when it is local, `push --force-with-lease=<ref>:<old>` from the host's cache when it
+ * is a URL. Nothing is checked out, so a merge costs what the attempt changed, not the size of the
+ * tree.
+ *
+ * Group commit: the gates of one host that wait for the same integration branch are merged as one
+ * batch (each still its own merge commit on top of the one before) and published once. Hosts race
+ * optimistically; a batch whose compare-and-swap lost is planned again on the new tip.
  */
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { integrationCommit } from './attempt-checkout.js';
+import { describeGitFailure, identityArgs, NO_HOOKS, runGit } from './git.js';
 import {
-  describeGitFailure,
-  identityArgs,
-  isAncestor,
-  isLockContention,
-  isNameClash,
-  NO_HOOKS,
-  readGit,
-  runGit,
-} from './git.js';
-import type { RepoCache } from './repo-cache.js';
-import { addWorktree, removeWorktree, uniqueWorkDir } from './worktree.js';
+  lostCompareAndSwap,
+  type MergeRequest,
+  mergeCommitMessage,
+  parseRevList,
+  planBatch,
+} from './merge-batch.js';
+import { parseMergeTree } from './merge-tree-output.js';
+import { isRepoUrl, type RepoCache, trackingRef } from './repo-cache.js';
 
 export interface IntegrateAttemptOptions {
   readonly cache: RepoCache;
   readonly missionId: string;
-  readonly branch: string;
+  /** The attempt within the mission, e.g. `mean/a2`: named in the merge commit's trailer. */
+  readonly attemptId: string;
+  /** The attempt's ref in the mission repo; fetched into the cache when the mission repo is a URL. */
+  readonly ref: string;
+  /** The commit to merge: the attempt's work without flotilla's dispatch files. */
+  readonly workCommit: string;
+  /** The merge commit's subject. */
   readonly message: string;
-  readonly workRoot: string;
-  /** Merges tried before giving up when other hosts keep integrating first. Default 8. */
+  /** Batches planned before giving up when other hosts keep publishing first. Default 8. */
   readonly maxTries?: number;
 }
 
 export type IntegrateResult =
-  | { readonly ok: true; readonly commit: string; readonly alreadyIntegrated: boolean }
-  | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
+  | {
+      readonly ok: true;
+      /** The attempt's own merge commit, or the tip that already held the work. */
+      readonly commit: string;
+      /** Nothing merged: a replayed gate after a publish, or an attempt that changed nothing. */
+      readonly alreadyIntegrated: boolean;
+    }
+  | {
+      readonly ok: false;
+      /** git's `CONFLICT (…)` lines, or a sentence naming the files when git printed none. */
+      readonly conflict: string;
+      readonly files: readonly string[];
+    };
 
 /**
- * The push lost a race with another integration: the client saw a newer tip (non-fast-forward), or
- * the mission repo's compare-and-swap on the ref failed. Anything else (a hook, permissions, a
- * name clash) is a real failure that retrying would only repeat.
+ * At most this many merges in one batch. A batch is one compare-and-swap, so a lost race redoes
+ * all of it, and its gates wait for the last merge; 32 merges of trivial tasks take about a second
+ * on a busy 2-core machine, well inside a job's 30 s lock.
  */
-function lostRace(stderr: string): boolean {
-  if (isNameClash(stderr)) return false;
-  return (
-    /non-fast-forward|fetch first|\(stale info\)|failed to update ref/i.test(stderr) ||
-    isLockContention(stderr)
-  );
+export const MAX_BATCH = 32;
+
+interface Waiting {
+  readonly options: IntegrateAttemptOptions;
+  resolve(result: IntegrateResult): void;
+  reject(error: unknown): void;
 }
 
-type MergeOutcome =
-  | { readonly kind: 'merged'; readonly commit: string }
-  | { readonly kind: 'conflict'; readonly conflict: string; readonly files: string[] };
-
-async function mergeInto(dir: string, attemptCommit: string, message: string): Promise<MergeOutcome> {
-  const args = ['merge', '--no-ff', '--no-edit', '--no-verify', '-m', message, attemptCommit];
-  const merge = await runGit([...NO_HOOKS, ...(await identityArgs(dir)), ...args], {
-    cwd: dir,
-    allowFailure: true,
-  });
-  if (merge.exitCode === 0) {
-    return { kind: 'merged', commit: await readGit(['rev-parse', 'HEAD'], { cwd: dir }) };
-  }
-  const unmerged = await runGit(['diff', '--name-only', '--diff-filter=U', '-z'], { cwd: dir });
-  const files = unmerged.stdout.split('\0').filter((file) => file !== '');
-  if (files.length === 0) throw new FlotillaError('git/failed', describeGitFailure(args, merge));
-  await runGit(['merge', '--abort'], { cwd: dir, allowFailure: true });
-  const lines = `${merge.stdout}\n${merge.stderr}`.split('\n').filter((line) => line.startsWith('CONFLICT'));
-  const conflict = lines.length > 0 ? lines.join('\n') : `Merge conflict in ${files.join(', ')}`;
-  return { kind: 'conflict', conflict, files };
+interface Lane {
+  readonly waiting: Waiting[];
+  draining: boolean;
 }
 
-async function pushIntegration(dir: string, missionId: string): Promise<'pushed' | 'lost-race'> {
-  const args = ['push', '--quiet', 'origin', `HEAD:refs/heads/${integrationBranch(missionId)}`];
-  const push = await runGit([...NO_HOOKS, ...args], { cwd: dir, allowFailure: true });
-  if (push.exitCode === 0) return 'pushed';
-  if (lostRace(push.stderr)) return 'lost-race';
-  throw new FlotillaError('git/failed', describeGitFailure(args, push));
-}
-
-/** Integrations in progress per mission branch in this process; see integrateAttempt. */
-const integrating = new Map<string, Promise<unknown>>();
+/** One lane per mission repo and integration branch in this process; see integrateAttempt. */
+const lanes = new Map<string, Lane>();
 
 /**
- * Idempotent: when the attempt's commit is already in the integration branch (a re-delivered gate),
- * nothing is merged and the current integration commit is returned.
- *
- * One mission's integration branch takes one merge at a time anyway, so the gates of one host queue
- * here for it: run side by side, all but one lose the push and redo fetch, checkout and merge
- * (measured: 2.9 tries per task with 4 gates at once, a third of a task's git calls). Gates on
- * other hosts still race optimistically.
+ * Merges one approved attempt; resolves once the batch holding it is published. Idempotent: when
+ * the work commit is already in the integration branch (a gate replayed after publishing, before it
+ * settled), nothing is merged again.
  */
 export function integrateAttempt(options: IntegrateAttemptOptions): Promise<IntegrateResult> {
-  const key = `${options.cache.dir}\0${options.missionId}`;
-  const previous = integrating.get(key) ?? Promise.resolve();
-  const next = previous.then(() => integrateOnce(options));
-  const settled = next.then(
-    () => undefined,
-    () => undefined,
-  );
-  integrating.set(key, settled);
-  void settled.then(() => {
-    if (integrating.get(key) === settled) integrating.delete(key);
+  const key = `${options.cache.repo}\0${options.missionId}`;
+  let lane = lanes.get(key);
+  if (!lane) {
+    lane = { waiting: [], draining: false };
+    lanes.set(key, lane);
+  }
+  const joined = lane;
+  return new Promise<IntegrateResult>((resolve, reject) => {
+    joined.waiting.push({ options, resolve, reject });
+    if (!joined.draining) void drain(key, joined);
   });
-  return next;
 }
 
-async function integrateOnce(options: IntegrateAttemptOptions): Promise<IntegrateResult> {
-  const { cache, missionId, branch } = options;
-  const maxTries = options.maxTries ?? 8;
-  for (let attempt = 1; attempt <= maxTries; attempt++) {
-    await cache.fetch([integrationBranch(missionId), branch]);
-    const base = await integrationCommit(cache, missionId);
-    const attemptCommit = await cache.remoteCommit(branch);
-    if (!attemptCommit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
-    if (await isAncestor(cache.dir, attemptCommit, base)) {
-      return { ok: true, commit: base, alreadyIntegrated: true };
-    }
+async function drain(key: string, lane: Lane): Promise<void> {
+  lane.draining = true;
+  try {
+    // Gates arriving while a batch merges wait for the next one: that is what makes batches.
+    while (lane.waiting.length > 0) await settleBatch(lane.waiting.splice(0, MAX_BATCH));
+  } finally {
+    lane.draining = false;
+    if (lanes.get(key) === lane && lane.waiting.length === 0) lanes.delete(key);
+  }
+}
 
-    // Detached at the integration commit, so concurrent integrations on one host never share a branch.
-    const dir = uniqueWorkDir(options.workRoot, missionId, 'integrate');
-    try {
-      await addWorktree(cache, { dir, commit: base });
-      const merged = await mergeInto(dir, attemptCommit, options.message);
-      if (merged.kind === 'conflict') return { ok: false, conflict: merged.conflict, files: merged.files };
-      if ((await pushIntegration(dir, missionId)) === 'pushed') {
-        return { ok: true, commit: merged.commit, alreadyIntegrated: false };
-      }
-    } finally {
-      await removeWorktree(dir);
+async function settleBatch(batch: readonly Waiting[]): Promise<void> {
+  try {
+    const results = await integrateBatch(batch.map((waiting) => waiting.options));
+    for (const waiting of batch) {
+      const result = results.get(waiting.options.attemptId);
+      if (result instanceof Error || result === undefined) {
+        waiting.reject(
+          result ?? new FlotillaError('internal', `no merge result for ${waiting.options.attemptId}`),
+        );
+      } else waiting.resolve(result);
     }
-    // Someone integrated first. A short random pause keeps two losers from colliding again in step.
+  } catch (error) {
+    // One bad request (its ref missing from the mission repo, say) must not fail the others:
+    // each is tried alone, and only the one at fault fails.
+    if (batch.length === 1) {
+      batch[0]?.reject(error);
+      return;
+    }
+    for (const waiting of batch) await settleBatch([waiting]);
+  }
+}
+
+/** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
+interface Place {
+  readonly dir: string;
+  readonly remote: boolean;
+  readonly branchRef: string;
+  /** The ref holding the integration tip as this place sees it. */
+  readonly tipRef: string;
+}
+
+function placeOf(cache: RepoCache, missionId: string): Place {
+  const branch = integrationBranch(missionId);
+  const remote = isRepoUrl(cache.repo);
+  return {
+    dir: remote ? cache.dir : cache.repo,
+    remote,
+    branchRef: `refs/heads/${branch}`,
+    tipRef: remote ? trackingRef(branch) : `refs/heads/${branch}`,
+  };
+}
+
+/** The committer identity flags, asked of git once per repository. */
+const identities = new Map<string, Promise<string[]>>();
+
+function identityFor(dir: string): Promise<string[]> {
+  let identity = identities.get(dir);
+  if (!identity) {
+    identity = identityArgs(dir);
+    identities.set(dir, identity);
+    identity.catch(() => identities.delete(dir));
+  }
+  return identity;
+}
+
+type BatchResults = Map<string, IntegrateResult | Error>;
+
+/** One batch for one integration branch: every request in it has the same cache and mission. */
+async function integrateBatch(requests: readonly IntegrateAttemptOptions[]): Promise<BatchResults> {
+  const first = requests[0];
+  if (!first) return new Map();
+  const { cache, missionId } = first;
+  const place = placeOf(cache, missionId);
+  const maxTries = first.maxTries ?? 8;
+  for (let attempt = 1; attempt <= maxTries; attempt++) {
+    if (place.remote) await cache.fetch([integrationBranch(missionId), ...requests.map((r) => r.ref)]);
+    const tip = await readTip(place, missionId);
+    const unmerged = await notInTip(
+      place.dir,
+      requests.map((r) => r.workCommit),
+      tip.commit,
+    );
+    const plan = planBatch(
+      requests.map(
+        (r): MergeRequest => ({
+          attemptId: r.attemptId,
+          workCommit: r.workCommit,
+          message: mergeCommitMessage(r.message, missionId, r.attemptId),
+        }),
+      ),
+      unmerged,
+    );
+    const results: BatchResults = new Map();
+    for (const id of plan.alreadyIntegrated) {
+      results.set(id, { ok: true, commit: tip.commit, alreadyIntegrated: true });
+    }
+    let head: Head = tip;
+    for (const merge of plan.merges) {
+      const merged = await mergeOne(place.dir, head, merge.workCommit, merge.message);
+      if (merged.kind === 'merged') head = merged;
+      const result: IntegrateResult | Error =
+        merged.kind === 'merged'
+          ? { ok: true, commit: merged.commit, alreadyIntegrated: false }
+          : merged.kind === 'unchanged'
+            ? { ok: true, commit: head.commit, alreadyIntegrated: true }
+            : merged.kind === 'conflict'
+              ? { ok: false, conflict: merged.conflict, files: merged.files }
+              : merged.error;
+      for (const id of merge.attemptIds) results.set(id, result);
+    }
+    if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
+      return results;
+    }
+    // Another host published first. A short random pause keeps two losers from colliding again in step.
     await new Promise((done) => setTimeout(done, Math.floor(Math.random() * 50 * attempt)));
   }
   throw new FlotillaError(
     'git/failed',
-    `${cache.repo}: could not integrate ${branch} into ${integrationBranch(missionId)}: ${maxTries} pushes lost to concurrent integrations`,
+    `${cache.repo}: could not integrate into ${integrationBranch(missionId)}: ${maxTries} batches lost to concurrent integrations`,
   );
+}
+
+/** The integration tip and its tree, in one git call. */
+async function readTip(place: Place, missionId: string): Promise<{ commit: string; tree: string }> {
+  const result = await runGit(['rev-parse', `${place.tipRef}^{commit}`, `${place.tipRef}^{tree}`, '--'], {
+    cwd: place.dir,
+    allowFailure: true,
+  });
+  const [commit = '', tree = ''] = result.stdout.trim().split('\n');
+  if (result.exitCode !== 0 || commit === '' || tree === '') {
+    throw new FlotillaError(
+      'git/failed',
+      `${place.dir}: integration branch ${integrationBranch(missionId)} not found (was the mission prepared?)`,
+    );
+  }
+  return { commit, tree };
+}
+
+/** The commits reachable from the work commits and not from the tip: one walk for the whole batch. */
+async function notInTip(dir: string, workCommits: readonly string[], tip: string): Promise<Set<string>> {
+  const args = ['rev-list', ...new Set(workCommits), `^${tip}`, '--'];
+  const result = await runGit(args, { cwd: dir, allowFailure: true });
+  if (result.exitCode !== 0) throw new FlotillaError('git/failed', describeGitFailure(args, result));
+  return parseRevList(result.stdout);
+}
+
+type MergeOne =
+  | { readonly kind: 'merged'; readonly commit: string; readonly tree: string }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'conflict'; readonly conflict: string; readonly files: string[] }
+  | { readonly kind: 'error'; readonly error: Error };
+
+interface Head {
+  readonly commit: string;
+  readonly tree: string;
+}
+
+async function mergeOne(dir: string, head: Head, workCommit: string, message: string): Promise<MergeOne> {
+  // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
+  const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];
+  const merged = await runGit(args, { cwd: dir, allowFailure: true });
+  const outcome = parseMergeTree(merged.stdout, merged.exitCode);
+  if (outcome.kind === 'error') {
+    return { kind: 'error', error: new FlotillaError('git/failed', describeGitFailure(args, merged)) };
+  }
+  if (outcome.kind === 'conflict') {
+    const files = [...outcome.files];
+    const conflict =
+      outcome.messages.length > 0 ? outcome.messages.join('\n') : `Merge conflict in ${files.join(', ')}`;
+    return { kind: 'conflict', conflict, files };
+  }
+  // The work changed nothing the tip does not already hold: no merge commit for an empty change.
+  if (outcome.tree === head.tree) return { kind: 'unchanged' };
+  const commit = await runGit(
+    [
+      ...NO_HOOKS,
+      ...(await identityFor(dir)),
+      'commit-tree',
+      outcome.tree,
+      '-p',
+      head.commit,
+      '-p',
+      workCommit,
+      '-F',
+      '-',
+    ],
+    { cwd: dir, input: message },
+  );
+  return { kind: 'merged', commit: commit.stdout.trim(), tree: outcome.tree };
+}
+
+async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
+  const args = place.remote
+    ? [
+        'push',
+        '--quiet',
+        `--force-with-lease=${place.branchRef}:${tip}`,
+        'origin',
+        `${head}:${place.branchRef}`,
+      ]
+    : ['update-ref', '-m', 'flotilla: integrate', place.branchRef, head, tip];
+  const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
+  if (result.exitCode === 0) return 'published';
+  if (lostCompareAndSwap(result.stderr)) return 'lost-race';
+  throw new FlotillaError('git/failed', describeGitFailure(args, result));
 }

@@ -91,6 +91,43 @@ export function decideGate(input: GateInput): GateDecision {
   return { action: 'approve' };
 }
 
+/** What the merge into the integration branch said, as the gate's decision needs it. */
+export type MergeVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
+
+/**
+ * An approval stands once its work is in the integration branch. A conflict is a failed attempt
+ * like any other: the next one starts from the current integration branch, which holds the other
+ * tasks' changes to the same files, and its prompt names those files.
+ */
+export function decideMerge(
+  decision: GateDecision,
+  merge: MergeVerdict,
+  task: TaskSpec,
+  attempt: number,
+): GateDecision {
+  if (decision.action !== 'approve' || merge.ok) return decision;
+  const shown = merge.files.slice(0, 10).join(', ');
+  const more = merge.files.length > 10 ? ` and ${merge.files.length - 10} more` : '';
+  return retryOrFail(
+    task,
+    attempt,
+    formatConflictFeedback(merge.conflict, merge.files),
+    `merge conflict in ${shown}${more}`,
+  );
+}
+
+export function formatConflictFeedback(conflict: string, files: readonly string[]): string {
+  const list = files.map((file) => `- \`${file}\``).join('\n');
+  return [
+    'Your work passed its checks, but merging it into the integration branch conflicted with work another task integrated meanwhile, in these files:',
+    list,
+    fence(conflict.trim()),
+    'This attempt starts from the current integration branch, which holds those changes: make your change on top of them.',
+  ].join('\n\n');
+}
+
 /** Exponential backoff from the task's base delay, capped so a retry is never hours away. */
 export function retryDelayMs(backoffMs: number, attempt: number): number {
   return Math.min(backoffMs * 2 ** Math.max(0, attempt - 1), MAX_RETRY_DELAY_MS);

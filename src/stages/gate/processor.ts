@@ -12,16 +12,16 @@ import {
 import { FlotillaError } from '../../shared/errors.js';
 import { withSignature } from '../../shared/signing.js';
 import type { SettleAction } from '../../store/mission-store.js';
-import { integrateAttempt } from '../../workspace/integrate.js';
-import { openRepoCache } from '../../workspace/repo-cache.js';
 import { type HostContext, loadMission } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
-import { decideGate } from './decide.js';
+import { decideGate, decideMerge } from './decide.js';
+import { mergeApproved } from './merge.js';
 
 /**
  * The gate: the attempt's results decide approve / retry / fail (a pure function); approval merges
- * the branch into the integration branch first, so a conflict is a failed attempt like any other.
+ * the work into the integration branch first (merge.ts), so a conflict is a failed attempt like any
+ * other.
  * The state transition is one Lua script, applied once per attempt however often this job runs;
  * its effects (next flows, finalize) are idempotent adds with deterministic job ids.
  */
@@ -41,26 +41,12 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   let decision: GateDecision = decideGate({ result, task, attempt, cancelled });
 
   if (decision.action === 'approve') {
-    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-    const merged = await integrateAttempt({
-      cache,
-      missionId,
-      branch: result.verify.run.branch ?? '',
-      message: `flotilla: merge ${taskId} (attempt ${attempt})`,
-      workRoot: ctx.workRoot,
-    });
-    if (!merged.ok) {
-      const feedback = `Merging your branch into the mission's integration branch conflicted:\n${merged.conflict}\nRebase your work on the current integration branch.`;
-      decision =
-        attempt < task.maxAttempts
-          ? {
-              action: 'retry',
-              feedback,
-              delayMs: task.backoffMs * 2 ** (attempt - 1),
-              reason: 'merge conflict',
-            }
-          : { action: 'fail', feedback, reason: 'merge conflict' };
-    }
+    decision = decideMerge(
+      decision,
+      await mergeApproved(ctx, meta.repo, job.data, result.verify.run),
+      task,
+      attempt,
+    );
   }
   if (decision.action === 'retry' && spec.budgetUsd !== undefined) {
     const costNow = await ctx.store.addCost(missionId, 0);

@@ -6,7 +6,7 @@ import { classifyReply } from '../../agent/reply-class.js';
 import { collectResult } from '../../agent/result.js';
 import { spawnCli, tail } from '../../agent/spawn.js';
 import { parseUsage } from '../../agent/usage.js';
-import { attemptBranch, dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
+import { attemptRef, dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { listHosts, routableHosts } from '../../store/registry.js';
 import { checkoutAttempt } from '../../workspace/attempt-checkout.js';
@@ -262,10 +262,11 @@ export async function runAttempt(
     }
     const success = collected.outcome === 'done';
     if (success) await archiveDispatchFiles(checkout.dir, [promptPath, resultPath]);
-    const branch = attemptBranch(missionId, taskId, attempt);
+    const branch = attemptRef(missionId, taskId, attempt);
     const committed = await commitAttempt({
       dir: checkout.dir,
-      branch,
+      ref: branch,
+      baseCommit: checkout.baseCommit,
       message: `flotilla: ${taskId} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
     });
     const costUsd = usage?.costUsd;
@@ -305,7 +306,8 @@ export async function runAttempt(
       cli: adapter.cli,
       host: ctx.hostId,
       branch,
-      commit: committed.commit ?? undefined,
+      commit: committed.commit,
+      workCommit: committed.workCommit,
       resultStatus: collected.status,
       summary: summary.slice(0, CAP),
       outputs: collected.outputs.join(', ').slice(0, CAP),
