@@ -21,6 +21,7 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { assertGitVersion } from '../workspace/git.js';
 import { sweepMissions } from './sweep.js';
 
 export interface HostOptions {
@@ -58,6 +59,7 @@ const SHUTDOWN = 'host shutting down';
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
+  await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'job/unsigned',
   'redis/unreachable',
   'git/missing',
+  'git/unsupported',
   'git/failed',
   'internal',
 ] as const;
@@ -59,6 +60,7 @@ export function exitCodeFor(code: ErrorCode): number {
       return 2;
     case 'redis/unreachable':
     case 'git/missing':
+    case 'git/unsupported':
       return 3;
     default:
       return 1;

@@ -4,6 +4,7 @@
  */
 import { execa } from 'execa';
 import { FlotillaError } from '../shared/errors.js';
+import { gitVersionProblem } from './git-version.js';
 
 export interface GitOptions {
   /** Directory to run in (passed as `git -C <cwd>`, so a missing directory is git's error, not a spawn error). */
@@ -190,4 +191,14 @@ export async function retryOnLockContention(
     }
     await new Promise((done) => setTimeout(done, 100 * attempt + Math.floor(Math.random() * 100)));
   }
+}
+
+/**
+ * Fails with `git/unsupported` (exit 3) when the git on PATH is older than flotilla needs, and
+ * with `git/missing` when there is none; a host checks once at start, before it takes any job.
+ */
+export async function assertGitVersion(options: Pick<GitOptions, 'env'> = {}): Promise<void> {
+  const result = await runGit(['--version'], { ...options, allowFailure: true });
+  const problem = gitVersionProblem(result.stdout);
+  if (problem) throw new FlotillaError('git/unsupported', problem);
 }

@@ -96,7 +96,9 @@ export function integrateAttempt(options: IntegrateAttemptOptions): Promise<Inte
 async function drain(key: string, lane: Lane): Promise<void> {
   lane.draining = true;
   try {
-    // Gates arriving while a batch merges wait for the next one: that is what makes batches.
+    // Requests made in the same turn of the event loop (gates woken by one Redis reply) form one
+    // batch; gates arriving while a batch merges wait for the next one.
+    await new Promise((done) => setImmediate(done));
     while (lane.waiting.length > 0) await settleBatch(lane.waiting.splice(0, MAX_BATCH));
   } finally {
     lane.draining = false;
