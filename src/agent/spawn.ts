@@ -25,10 +25,11 @@ export interface SpawnOutcome {
 }
 
 /**
- * The only place flotilla starts an agent CLI: an argument array (never a shell), its own process
- * group so a timeout or a cancel kills the whole tree the CLI started, output capped in memory.
+ * The only place flotilla starts an agent CLI or an exit criterion: an argument array (never a
+ * shell of flotilla's making; a criterion is `bash -c` by contract), its own process group so a
+ * timeout or a cancel kills the whole tree it started, output capped in memory.
  */
-export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
+export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const started = Date.now();
   const child = execa(input.command, [...input.args], {
     cwd: input.cwd,

@@ -116,6 +116,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const ctx: HostContext = {
     hostId,
     config,
+    secret: config.secret,
     logger,
     store,
     queues,

@@ -1,8 +1,7 @@
 import { Job } from 'bullmq';
-import { enqueueAttempt } from '../queue/enqueue.js';
+import { enqueueAttempt, enqueueFinalize } from '../queue/enqueue.js';
 import { attemptJobId, finalizeJobId, QUEUES } from '../shared/contracts.js';
 import type { HostContext } from '../stages/context.js';
-import { enqueueFinalize } from '../stages/gate/processor.js';
 
 /** How many of the newest missions a sweep looks at. */
 const SWEEP_WINDOW = 500;
@@ -15,8 +14,7 @@ const SWEEP_WINDOW = 500;
  * ids), so two hosts sweeping at once do no harm; a lock keeps it to one host at a time anyway.
  */
 export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{ repaired: string[] }> {
-  const lock = await ctx.store.redis.set(`${ctx.store.prefix}:sweep-lock`, ctx.hostId, 'PX', lockMs, 'NX');
-  if (lock !== 'OK') return { repaired: [] };
+  if (!(await ctx.store.tryLock('sweep', ctx.hostId, lockMs))) return { repaired: [] };
   const repaired: string[] = [];
   const missionQueue = ctx.queues.get(QUEUES.mission);
   for (const id of await ctx.store.listMissions(SWEEP_WINDOW)) {

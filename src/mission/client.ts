@@ -1,4 +1,4 @@
-import { enqueueAttempt } from '../queue/enqueue.js';
+import { enqueueAttempt, enqueueFinalize } from '../queue/enqueue.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, loadConfig } from '../shared/config.js';
 import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
@@ -7,7 +7,7 @@ import { type Logger, silentLogger } from '../shared/logger.js';
 import type { MissionSpec } from '../shared/mission.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
 import { createTelemetry } from '../shared/telemetry.js';
-import { enqueueFinalize } from '../stages/gate/processor.js';
+
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { loadMissionOrThrow } from './load.js';
@@ -107,7 +107,7 @@ export class FlotillaClient {
       type: 'log',
       message: `cancel requested: ${result.running.length} running task(s) being stopped`,
     });
-    if (result.settled) await enqueueFinalize({ queues: this.queues, config: this.config }, id);
+    if (result.settled) await enqueueFinalize({ queues: this.queues, secret: this.config.secret }, id);
     return result;
   }
 
@@ -143,7 +143,7 @@ export class FlotillaClient {
       taskId,
       attempt: outcome.attempts,
       stage: 'answer',
-      message: `answered: ${text}`,
+      event: { kind: 'answer', text },
     });
     await enqueueAttempt(this.context(), { missionId: id, task, attempt: outcome.attempts });
     return { attempt: outcome.attempts };

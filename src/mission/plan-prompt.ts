@@ -1,6 +1,7 @@
 import { isMap, parseDocument } from 'yaml';
 import { CAPABILITIES, CONTROL_MODES, TASK_KINDS } from '../shared/capabilities.js';
 import { transitiveDependents } from '../shared/dag.js';
+import { fence } from '../shared/markdown.js';
 import { defaultsSchema, missionSchema, type TaskSpec, taskSchema } from '../shared/mission.js';
 
 /**
@@ -209,13 +210,6 @@ function retryText(retry: PlanRetry): string {
     ...previous,
     'Write a corrected, complete mission file — not a patch — that fixes every problem above and still follows every rule.',
   ].join('\n\n');
-}
-
-/** A fence longer than any backtick run inside, so text holding Markdown cannot close it early. */
-function fence(text: string, lang: string): string {
-  const longest = Math.max(0, ...[...text.matchAll(/`{3,}/g)].map((match) => match[0].length));
-  const ticks = '`'.repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}\n${text}\n${ticks}`;
 }
 
 // ── Reading the answer ──────────────────────────────────────────────────────────────────────────

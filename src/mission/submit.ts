@@ -9,7 +9,7 @@ import { newMissionId } from './mission-id.js';
 export interface SubmitContext {
   readonly store: MissionStore;
   readonly queues: QueueSet;
-  readonly secret?: string;
+  readonly secret: string | undefined;
   readonly logger: Logger;
 }
 
@@ -39,7 +39,14 @@ export async function submitValidMission(
     taskId: '',
     attempt: 0,
     stage: 'mission',
-    message: `submitted: ${spec.tasks.length} tasks, workspace ${workspace.repo} at ${workspace.baseCommit.slice(0, 12)}, integration branch ${workspace.branch}`,
+    event: {
+      kind: 'mission',
+      action: 'submitted',
+      tasks: spec.tasks.length,
+      repo: workspace.repo,
+      baseCommit: workspace.baseCommit,
+      branch: workspace.branch,
+    },
   });
   for (const task of spec.tasks) {
     if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });

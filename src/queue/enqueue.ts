@@ -1,17 +1,22 @@
 import { Job } from 'bullmq';
-import { attemptJobId, QUEUES } from '../shared/contracts.js';
+import { attemptJobId, finalizeJobId, JOBS, QUEUES } from '../shared/contracts.js';
 import type { Logger } from '../shared/logger.js';
 import type { TaskSpec } from '../shared/mission.js';
+import { withSignature } from '../shared/signing.js';
 import type { MissionStore } from '../store/mission-store.js';
 import { listHosts, routableHosts } from '../store/registry.js';
 import { buildAttemptFlow } from './build-flow.js';
-import type { QueueSet } from './queues.js';
+import { type QueueSet, RETENTION } from './queues.js';
 import { routeTask } from './route.js';
+
+/** Finalize only reads and writes the mission's own records, so a few infrastructure retries suffice. */
+const FINALIZE_ATTEMPTS = 5;
 
 export interface EnqueueContext {
   readonly store: MissionStore;
   readonly queues: QueueSet;
-  readonly secret?: string;
+  /** Signs every job added; required (undefined when unset) so no caller forgets to pass it. */
+  readonly secret: string | undefined;
   readonly logger: Logger;
 }
 
@@ -48,7 +53,26 @@ export async function enqueueAttempt(
     taskId: task.id,
     attempt,
     stage: 'route',
-    message: `attempt ${attempt} → ${route.queue}: ${route.reason}${input.delayMs ? ` (starts in ${Math.round(input.delayMs / 1000)}s)` : ''}`,
+    event: {
+      kind: 'route',
+      attempt,
+      queue: route.queue,
+      how: route.how,
+      reason: route.reason,
+      ...(input.delayMs ? { delayMs: input.delayMs } : {}),
+    },
   });
   return { queue: route.queue, reason: route.reason };
+}
+
+/** Adds the mission's one finalize job (a deterministic id, so a second add is a no-op). */
+export async function enqueueFinalize(
+  ctx: { readonly queues: QueueSet; readonly secret: string | undefined },
+  missionId: string,
+): Promise<void> {
+  await ctx.queues.get(QUEUES.mission).add(JOBS.finalize, withSignature({ missionId }, ctx.secret), {
+    jobId: finalizeJobId(missionId),
+    ...RETENTION,
+    attempts: FINALIZE_ATTEMPTS,
+  });
 }

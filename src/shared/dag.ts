@@ -106,10 +106,7 @@ export function topologicalOrder(tasks: readonly DagTask[]): string[] {
 }
 
 /** The longest sum of `durationOf` along any dependency chain; with `() => 1`, the longest chain's length. */
-export function criticalPathMs<T extends DagTask>(
-  tasks: readonly T[],
-  durationOf: (task: T) => number,
-): number {
+export function longestPath<T extends DagTask>(tasks: readonly T[], durationOf: (task: T) => number): number {
   const byId = new Map(tasks.map((task) => [task.id, task] as const));
   const finish = new Map<string, number>();
   let longest = 0;

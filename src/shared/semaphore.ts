@@ -7,10 +7,6 @@ export class Semaphore {
     this.available = size;
   }
 
-  get inUse(): number {
-    return this.size - this.available;
-  }
-
   async acquire(signal?: AbortSignal): Promise<() => void> {
     if (this.available > 0) {
       this.available--;

@@ -15,6 +15,8 @@ export interface HostCli {
 export interface HostContext {
   readonly hostId: string;
   readonly config: Config;
+  /** config.secret, named for the enqueue functions: every job a host adds is signed with it. */
+  readonly secret: string | undefined;
   readonly logger: Logger;
   readonly store: MissionStore;
   readonly queues: QueueSet;
@@ -36,7 +38,7 @@ export interface HostContext {
   readonly missions: Map<string, MissionRecord>;
 }
 
-export async function loadMission(ctx: HostContext, missionId: string): Promise<MissionRecord> {
+export async function missionRecord(ctx: HostContext, missionId: string): Promise<MissionRecord> {
   const cached = ctx.missions.get(missionId);
   if (cached) return cached;
   const record = await ctx.store.getMission(missionId);

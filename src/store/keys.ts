@@ -28,3 +28,13 @@ export function hostKey(prefix: string, hostId: string): string {
 export function controlChannel(prefix: string): string {
   return `${prefix}:control`;
 }
+
+/** How often a critic job was handed back to find a reviewer on another host. */
+export function handbackKey(prefix: string, jobId: string): string {
+  return `${prefix}:handbacks:${jobId}`;
+}
+
+/** A lock that one host at a time holds (the sweep). */
+export function lockKey(prefix: string, name: string): string {
+  return `${prefix}:${name}-lock`;
+}

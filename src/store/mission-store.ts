@@ -1,3 +1,4 @@
+import { type AuditEvent, renderAuditEvent } from '../shared/audit.js';
 import type {
   AuditEntry,
   MissionEvent,
@@ -11,8 +12,12 @@ import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
-import { missionIndexKey, missionKeys } from './keys.js';
-import { CANCEL_SCRIPT, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+import { handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
+import { listHosts, type RoutableHost, routableHosts } from './registry.js';
+import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+
+/** An audit entry as a stage writes it: the event, without its rendered message. */
+export type AuditInput = Omit<AuditEntry, 'message' | 'event'> & { readonly event: AuditEvent };
 
 export type SettleAction = 'approve' | 'retry' | 'fail' | 'cancel' | 'pause' | 'answer';
 
@@ -44,12 +49,10 @@ export interface MissionRecord {
 }
 
 const EVENTS_MAXLEN = 20_000;
+/** A critic job is handed back for seconds, not hours; its counter outlives it by far. */
+const HANDBACK_TTL_MS = 3_600_000;
 
 /** cjson writes an empty Lua table as `{}`; lists that may be empty come back as objects. */
-function list(value: unknown): string[] {
-  return Array.isArray(value) ? (value as string[]) : [];
-}
-
 /**
  * An agent's questions are its own JSON, and the Lua scripts decode and re-encode task state, which
  * would turn every empty list inside them (`"options": []`) into `{}`. They cross Lua as text.
@@ -227,17 +230,18 @@ export class MissionStore {
       action,
       JSON.stringify(toStored(patch)),
       now,
-    )) as string;
-    const parsed = JSON.parse(raw) as Record<string, unknown>;
-    if (parsed.error) throw new FlotillaError('internal', `settle ${id}/${taskId}: ${String(parsed.error)}`);
+    )) as [LuaCode, number, number, MissionStatus, TaskStatus, number, string[], string[]];
+    const [code, applied, settled, missionStatus, taskStatus, attempts, released, skipped] = raw;
+    if (code === LUA_CODES.unknownTask)
+      throw new FlotillaError('internal', `settle ${id}/${taskId}: unknown task`);
     return {
-      applied: parsed.applied === true,
-      released: list(parsed.released),
-      skipped: list(parsed.skipped),
-      settled: parsed.settled === true,
-      missionStatus: parsed.missionStatus as MissionStatus,
-      taskStatus: parsed.taskStatus as TaskStatus,
-      attempts: Number(parsed.attempts),
+      applied: applied === 1,
+      released: released ?? [],
+      skipped: skipped ?? [],
+      settled: settled === 1,
+      missionStatus,
+      taskStatus,
+      attempts: Number(attempts),
     };
   }
 
@@ -246,14 +250,15 @@ export class MissionStore {
     now: string,
   ): Promise<{ cancelled: string[]; running: string[]; settled: boolean }> {
     const keys = missionKeys(this.prefix, id);
-    const raw = (await this.redis.eval(CANCEL_SCRIPT, 2, keys.meta, keys.tasks, now)) as string;
-    const parsed = JSON.parse(raw) as Record<string, unknown>;
-    if (parsed.error) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
-    return {
-      cancelled: list(parsed.cancelled),
-      running: list(parsed.running),
-      settled: parsed.settled === true,
-    };
+    const [code, settled, cancelled, running] = (await this.redis.eval(
+      CANCEL_SCRIPT,
+      2,
+      keys.meta,
+      keys.tasks,
+      now,
+    )) as [LuaCode, number, string[], string[]];
+    if (code === LUA_CODES.unknownMission) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
+    return { cancelled: cancelled ?? [], running: running ?? [], settled: settled === 1 };
   }
 
   async addCost(id: string, usd: number): Promise<number> {
@@ -302,13 +307,39 @@ export class MissionStore {
     }));
   }
 
-  async audit(id: string, entry: AuditEntry): Promise<void> {
-    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(entry));
+  /** Appends an entry; its message is the rendering of its event. */
+  async audit(id: string, entry: AuditInput): Promise<void> {
+    const stored: AuditEntry = { ...entry, message: renderAuditEvent(entry.event) };
+    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(stored));
   }
 
   async getAudit(id: string): Promise<AuditEntry[]> {
     const raw = await this.redis.lrange(missionKeys(this.prefix, id).audit, 0, -1);
     return raw.map((json) => JSON.parse(json) as AuditEntry);
+  }
+
+  /**
+   * Counts one more hand-back of a critic job, beside the job (not in its signed data); the
+   * count expires after HANDBACK_TTL_MS so a forgotten one costs nothing.
+   */
+  async countHandback(jobId: string): Promise<number> {
+    const key = handbackKey(this.prefix, jobId);
+    const [[, count] = [null, 0]] = ((await this.redis
+      .multi()
+      .incr(key)
+      .pexpire(key, HANDBACK_TTL_MS)
+      .exec()) ?? []) as [Error | null, number][];
+    return Number(count);
+  }
+
+  /** Takes a named lock for `ms` if nobody holds it (the sweep: one host at a time). */
+  async tryLock(name: string, owner: string, ms: number): Promise<boolean> {
+    return (await this.redis.set(lockKey(this.prefix, name), owner, 'PX', ms, 'NX')) === 'OK';
+  }
+
+  /** The live hosts' routing view (advertised CLIs less disabled and cooling ones). */
+  async liveHosts(): Promise<RoutableHost[]> {
+    return routableHosts(await listHosts(this.redis, this.prefix));
   }
 
   async listMissions(limit = 50): Promise<string[]> {

@@ -52,7 +52,13 @@ export async function listHosts(redis: RedisClient, prefix: string): Promise<Hos
 }
 
 /** The routing view of the registry: live, advertised, not cooling down. */
-export function routableHosts(hosts: readonly HostInfo[], now = Date.now()) {
+export interface RoutableHost {
+  readonly hostId: string;
+  readonly internal: HostInfo['internal'];
+  readonly clis: HostInfo['clis'];
+}
+
+export function routableHosts(hosts: readonly HostInfo[], now = Date.now()): RoutableHost[] {
   return hosts.map((host) => ({
     hostId: host.hostId,
     internal: host.internal,

@@ -1,18 +1,18 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { DelayedError, type Job } from 'bullmq';
-import { spawnCli, tail } from '../../agent/spawn.js';
-import { parseUsage } from '../../agent/usage.js';
+import type { Job } from 'bullmq';
+import { resolveModel } from '../../agent/invocation.js';
+import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { tail } from '../../agent/spawn.js';
 import { pickReviewer } from '../../queue/match.js';
 import type { CriticResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
-import { listHosts, routableHosts } from '../../store/registry.js';
 import { checkoutForVerify, diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
-import { type HostContext, loadMission, usableClis } from '../context.js';
+import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
-import { buildInvocation, buildReviewPrompt, resolveModel } from '../run/prompt.js';
+import { giveBack } from '../run/choose-cli.js';
+import { acquireSlots } from '../slots.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
+import { buildReviewPrompt } from './review-prompt.js';
 import { parseVerdict } from './verdict.js';
 
 /**
@@ -22,6 +22,7 @@ import { parseVerdict } from './verdict.js';
  * time in eleven; 40 rounds (about 20 s at 500 ms) make that vanishingly rare.
  */
 const MAX_HANDBACKS = 40;
+const HANDBACK_DELAY_MS = 500;
 
 /**
  * The critic: a reviewer on a CLI other than the builder's whenever the cluster has one. Every
@@ -39,7 +40,7 @@ export async function reviewAttempt(
   const verify = await childValue<VerifyResult>(job);
   if (!verify)
     return { verify: lostRun((await ignoredChildFailure(job)) ?? 'the verify job failed'), ran: false };
-  const { spec, meta } = await loadMission(ctx, missionId);
+  const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   if (!verify.passed || !task.critic || (await ctx.store.isCancelled(missionId)))
@@ -51,33 +52,33 @@ export async function reviewAttempt(
     usableClis(ctx).map((c) => c.adapter),
   );
   if (!reviewer || reviewer.selfReview || !reviewer.config.capabilities.includes('code_review')) {
-    const elsewhere = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix)).some(
+    const elsewhere = (await ctx.store.liveHosts()).some(
       (h) =>
         h.hostId !== ctx.hostId &&
         h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
     );
     // The count lives beside the job, not in its (signed) data.
-    const counter = `${ctx.store.prefix}:handbacks:${job.id}`;
-    const handbacks = elsewhere ? await ctx.store.redis.incr(counter) : 0;
-    if (elsewhere) await ctx.store.redis.pexpire(counter, 3_600_000);
+    const handbacks = elsewhere ? await ctx.store.countHandback(job.id ?? '') : 0;
     // A host with no CLI at all cannot self-review: it hands back for as long as another host can.
     const cannotReviewHere = !reviewer && usableClis(ctx).length === 0;
     if (elsewhere && (handbacks <= MAX_HANDBACKS || cannotReviewHere)) {
-      await job.moveToDelayed(Date.now() + 500, token);
-      throw new DelayedError();
+      return giveBack(job, token, HANDBACK_DELAY_MS);
     }
   }
   const adapter = reviewer ?? usableClis(ctx)[0]?.adapter;
   if (!adapter) return { verify, ran: false, error: 'no CLI on this host can review' };
 
-  const release = await ctx.slots.acquire(signal);
-  const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-  const checkout = await checkoutForVerify({
-    cache,
-    branch: verify.run.branch ?? '',
-    workRoot: ctx.workRoot,
-  });
+  // Reviews count against the host's slots and the reviewer CLI's own max_concurrent, like runs.
+  const release = await acquireSlots(ctx, adapter.cli, signal);
+  let cleanup: (() => Promise<void>) | undefined;
   try {
+    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
+    const checkout = await checkoutForVerify({
+      cache,
+      branch: verify.run.branch ?? '',
+      workRoot: ctx.workRoot,
+    });
+    cleanup = checkout.cleanup;
     await ctx.store.mark(missionId, taskId, attempt, 'reviewing');
     await ctx.store.emit({
       missionId,
@@ -88,47 +89,28 @@ export async function reviewAttempt(
       message: `reviewing with ${adapter.displayName}`,
     });
     const diff = await diffAgainstIntegration({ cache, missionId, branch: verify.run.branch ?? '' });
-    const reviewId = `${taskId}-a${attempt}-review`;
-    const resultPath = adapter.config.result_path.replaceAll('{task-id}', reviewId);
+    const paths = dispatchPaths(adapter, `${taskId}-a${attempt}-review`);
     const prompt = buildReviewPrompt({
       task,
       diff,
       criteria: verify.criteria,
-      resultPath,
+      resultPath: paths.resultPath,
       minScore: task.minScore,
       attempt,
     });
-    const promptPath = join('.planning', 'dispatch', `${reviewId}-PROMPT.md`);
-    await mkdir(join(checkout.dir, '.planning', 'dispatch'), { recursive: true });
-    await mkdir(dirname(join(checkout.dir, resultPath)), { recursive: true });
-    await writeFile(join(checkout.dir, promptPath), prompt);
-    const invocation = buildInvocation(adapter, {
-      promptPath,
-      promptText: prompt,
-      model: resolveModel(adapter, 'check'),
-    });
-    const outcome = await spawnCli({
-      command: invocation.command,
-      args: invocation.args,
-      stdin: invocation.stdin,
+    const run = await invokeAgent({
+      adapter,
       cwd: checkout.dir,
-      env: adapter.config.env,
+      paths,
+      prompt,
+      model: resolveModel(adapter, 'check'),
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
     });
-    const usage = adapter.config.usage_format
-      ? parseUsage(adapter.config.usage_format, outcome.stdout)
-      : null;
-    const resultText =
-      (await readFile(join(checkout.dir, resultPath), 'utf8').catch(() => null)) ??
-      usage?.resultText ??
-      outcome.stdout;
+    const { outcome, usage } = run;
+    const resultText = run.resultFileText ?? run.answer;
     const verdict = parseVerdict(resultText, task.minScore);
     if (usage?.costUsd) await ctx.store.addCost(missionId, usage.costUsd);
-    const selfNote =
-      reviewer?.selfReview || adapter.cli === builder
-        ? ' (no other reviewer CLI in the cluster: self-review)'
-        : '';
     await ctx.store.audit(missionId, {
       at: new Date().toISOString(),
       taskId,
@@ -136,9 +118,16 @@ export async function reviewAttempt(
       stage: 'critic',
       host: ctx.hostId,
       cli: adapter.cli,
-      message: verdict
-        ? `critic ${adapter.displayName}${selfNote}: score ${verdict.score}/10, ${verdict.verdict}${verdict.issues.length ? ` — ${verdict.issues.join('; ')}` : ''}`
-        : `critic ${adapter.displayName}: no verdict could be read (exit ${outcome.exitCode})`,
+      event: {
+        kind: 'critic',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        score: verdict?.score ?? null,
+        verdict: verdict?.verdict ?? null,
+        issues: verdict?.issues ?? [],
+        selfReview: reviewer?.selfReview === true || adapter.cli === builder,
+        exitCode: outcome.exitCode,
+      },
       files: {
         'review-prompt.md': prompt,
         'review.md': resultText,
@@ -167,6 +156,6 @@ export async function reviewAttempt(
     };
   } finally {
     release();
-    await checkout.cleanup();
+    await cleanup?.();
   }
 }

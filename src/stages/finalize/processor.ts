@@ -26,7 +26,7 @@ export async function finalizeMission(
     taskId: '',
     attempt: 0,
     stage: 'mission',
-    message: `mission ${status.status}`,
+    event: { kind: 'mission', action: 'finished', status: status.status },
   });
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);

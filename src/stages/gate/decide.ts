@@ -4,7 +4,9 @@ import type {
   CriticVerdict,
   GateDecision,
   RunResult,
+  TaskState,
 } from '../../shared/contracts.js';
+import { clip, fence } from '../../shared/markdown.js';
 import type { TaskSpec } from '../../shared/mission.js';
 
 /**
@@ -30,7 +32,10 @@ export function decideGate(input: GateInput): GateDecision {
   const { run } = result.verify;
   if (input.cancelled || run.outcome === 'cancelled') return { action: 'cancel' };
   if (run.outcome === 'needs_input') {
-    return { action: 'pause', reason: `the agent needs input: ${clip(run.summary || 'see its questions')}` };
+    return {
+      action: 'pause',
+      reason: `the agent needs input: ${clip(run.summary || 'see its questions', 200)}`,
+    };
   }
   if (run.outcome === 'failed' && run.fatal) {
     // No retry can help (the CLI is not logged in and no live host can serve the task): a retry
@@ -38,7 +43,7 @@ export function decideGate(input: GateInput): GateDecision {
     return {
       action: 'fail',
       feedback: formatRunFeedback(run),
-      reason: `run failed: ${clip(run.error ?? run.summary)}`,
+      reason: `run failed: ${clip(run.error ?? run.summary, 200)}`,
     };
   }
   if (run.outcome === 'failed') {
@@ -46,7 +51,7 @@ export function decideGate(input: GateInput): GateDecision {
       task,
       attempt,
       formatRunFeedback(run),
-      `run failed: ${clip(run.error ?? run.summary)}`,
+      `run failed: ${clip(run.error ?? run.summary, 200)}`,
     );
   }
   if (!result.verify.ran) {
@@ -56,7 +61,7 @@ export function decideGate(input: GateInput): GateDecision {
     const failing = result.verify.criteria.filter(isFailing);
     const first = failing[0];
     const firstText = first
-      ? ` (${clip(first.command)} ${first.timedOut ? 'timed out' : `exited ${first.exitCode ?? 'without a code'}`})`
+      ? ` (${clip(first.command, 200)} ${first.timedOut ? 'timed out' : `exited ${first.exitCode ?? 'without a code'}`})`
       : '';
     return retryOrFail(
       task,
@@ -85,14 +90,14 @@ export function decideGate(input: GateInput): GateDecision {
       task,
       attempt,
       `The exit criteria passed, but the review gave no verdict (${why}). Make sure the change is complete and your result file describes it.`,
-      `critic gave no verdict: ${clip(why)}`,
+      `critic gave no verdict: ${clip(why, 200)}`,
     );
   }
   return { action: 'approve' };
 }
 
-/** What the merge into the integration branch said, as the gate's decision needs it. */
-export type MergeVerdict =
+/** What integrating an approved attempt into the mission's branch came to. */
+export type MergeOutcome =
   | { readonly ok: true }
   | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
 
@@ -101,10 +106,10 @@ export type MergeVerdict =
  * like any other: the next one starts from the current integration branch, which holds the other
  * tasks' changes to the same files, and its prompt names those files.
  */
-export function decideMerge(
+export function decideAfterMerge(
   decision: GateDecision,
-  merge: MergeVerdict,
-  task: TaskSpec,
+  merge: MergeOutcome,
+  task: Pick<TaskSpec, 'maxAttempts' | 'backoffMs'>,
   attempt: number,
 ): GateDecision {
   if (decision.action !== 'approve' || merge.ok) return decision;
@@ -128,12 +133,73 @@ export function formatConflictFeedback(conflict: string, files: readonly string[
   ].join('\n\n');
 }
 
+/** The spend that stops retries: a retry once budget_usd is spent fails the task instead. */
+export interface BudgetState {
+  readonly budgetUsd?: number;
+  readonly spentUsd: number;
+}
+
+export function decideBudget(decision: GateDecision, budget: BudgetState): GateDecision {
+  if (decision.action !== 'retry' || budget.budgetUsd === undefined) return decision;
+  if (budget.spentUsd < budget.budgetUsd) return decision;
+  return {
+    action: 'fail',
+    feedback: decision.feedback,
+    reason: `budget of $${budget.budgetUsd} spent ($${budget.spentUsd.toFixed(2)}); no new attempt`,
+  };
+}
+
+/** The task fields a decision writes in the same transition that settles the attempt. */
+export function settlePatch(decision: GateDecision, result: CriticResult): Partial<TaskState> {
+  const run = result.verify.run;
+  const score = result.verdict ? { score: result.verdict.score } : {};
+  switch (decision.action) {
+    case 'approve':
+      return {
+        score: result.verdict?.score ?? null,
+        error: null,
+        feedback: null,
+        handoff: { summary: run.summary, outputs: run.outputs ?? '', findings: run.findings ?? '' },
+      };
+    case 'retry':
+      return { feedback: decision.feedback, error: decision.reason, ...score };
+    case 'fail':
+      // The reason is the one line a person reads in `status`; the whole feedback stays beside it.
+      return { error: decision.reason.slice(0, 500), feedback: decision.feedback, ...score };
+    case 'pause':
+      return { questions: run.questions ?? null, error: null };
+    case 'cancel':
+      return { error: 'mission cancelled' };
+  }
+}
+
+/** The one line the audit trail, the event stream and the log say about a decision. */
+export function describeDecision(decision: GateDecision): string {
+  switch (decision.action) {
+    case 'approve':
+      return `approved${decision.score !== undefined ? ` (score ${decision.score})` : ''}`;
+    case 'retry':
+      return `retry in ${Math.round(decision.delayMs / 1000)}s: ${decision.reason}`;
+    case 'fail':
+      return `failed: ${decision.reason}`;
+    case 'pause':
+      return `paused: ${decision.reason}`;
+    case 'cancel':
+      return 'cancelled';
+  }
+}
+
 /** Exponential backoff from the task's base delay, capped so a retry is never hours away. */
 export function retryDelayMs(backoffMs: number, attempt: number): number {
   return Math.min(backoffMs * 2 ** Math.max(0, attempt - 1), MAX_RETRY_DELAY_MS);
 }
 
-function retryOrFail(task: TaskSpec, attempt: number, feedback: string, reason: string): GateDecision {
+function retryOrFail(
+  task: Pick<TaskSpec, 'maxAttempts' | 'backoffMs'>,
+  attempt: number,
+  feedback: string,
+  reason: string,
+): GateDecision {
   if (attempt < task.maxAttempts) {
     return { action: 'retry', feedback, delayMs: retryDelayMs(task.backoffMs, attempt), reason };
   }
@@ -176,17 +242,6 @@ function outputTail(tail: string): string {
   return lines.length > TAIL_CHARS ? `…${lines.slice(-TAIL_CHARS)}` : lines;
 }
 
-function fence(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`{3,}/g)].map((match) => match[0].length));
-  const ticks = '`'.repeat(longest + 1);
-  return `${ticks}\n${text}\n${ticks}`;
-}
-
 function formatScore(score: number): string {
   return Number.isInteger(score) ? String(score) : score.toFixed(1);
-}
-
-function clip(text: string, max = 200): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }

@@ -1,119 +1,117 @@
 import type { Job } from 'bullmq';
-import { enqueueAttempt } from '../../queue/enqueue.js';
-import { RETENTION } from '../../queue/queues.js';
-import {
-  type CriticResult,
-  finalizeJobId,
-  type GateDecision,
-  JOBS,
-  QUEUES,
-  type StageJobData,
-} from '../../shared/contracts.js';
+import { enqueueAttempt, enqueueFinalize } from '../../queue/enqueue.js';
+import type { CriticResult, GateDecision, StageJobData } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
-import { withSignature } from '../../shared/signing.js';
-import type { SettleAction } from '../../store/mission-store.js';
-import { type HostContext, loadMission } from '../context.js';
+import type { TaskSpec } from '../../shared/mission.js';
+import type { SettleOutcome } from '../../store/mission-store.js';
+import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
-import { decideGate, decideMerge } from './decide.js';
+import { decideAfterMerge, decideBudget, decideGate, describeDecision, settlePatch } from './decide.js';
 import { mergeApproved } from './merge.js';
 
 /**
- * The gate: the attempt's results decide approve / retry / fail (a pure function); approval merges
- * the work into the integration branch first (merge.ts), so a conflict is a failed attempt like any
- * other.
- * The state transition is one Lua script, applied once per attempt however often this job runs;
- * its effects (next flows, finalize) are idempotent adds with deterministic job ids.
+ * The gate: the attempt's results decide approve / retry / fail (pure functions in decide.ts);
+ * approval merges the work into the integration branch first (merge.ts, batched with this host's
+ * other gates for the branch), so a conflict is a failed attempt like any other. The state transition is one Lua script, applied once per attempt however often
+ * this job runs; its effects (next flows, finalize) are idempotent adds with deterministic job ids.
  */
 export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Promise<{ action: string }> {
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
-  const { spec, meta } = await loadMission(ctx, missionId);
+  const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
-  const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId });
 
   const result: CriticResult = (await childValue<CriticResult>(job)) ?? {
     verify: lostRun((await ignoredChildFailure(job)) ?? 'the critic job failed'),
     ran: false,
   };
   const cancelled = await ctx.store.isCancelled(missionId);
-  let decision: GateDecision = decideGate({ result, task, attempt, cancelled });
-
+  let decision = decideGate({ result, task, attempt, cancelled });
   if (decision.action === 'approve') {
-    decision = decideMerge(
+    decision = decideAfterMerge(
       decision,
-      await mergeApproved(ctx, meta.repo, job.data, result.verify.run),
+      await mergeApproved(ctx, meta.repo, { missionId, taskId, attempt }, result.verify.run),
       task,
       attempt,
     );
   }
   if (decision.action === 'retry' && spec.budgetUsd !== undefined) {
-    const costNow = await ctx.store.addCost(missionId, 0);
-    if (costNow >= spec.budgetUsd) {
-      decision = {
-        action: 'fail',
-        feedback: decision.feedback,
-        reason: `budget of $${spec.budgetUsd} spent ($${costNow.toFixed(2)}); no new attempt`,
-      };
-    }
+    // Read fresh: other tasks spend while this one ran.
+    decision = decideBudget(decision, {
+      budgetUsd: spec.budgetUsd,
+      spentUsd: await ctx.store.addCost(missionId, 0),
+    });
   }
 
   const now = new Date().toISOString();
-  const action: SettleAction = decision.action;
-  const run = result.verify.run;
-  const patch: Record<string, unknown> = {};
-  if (decision.action === 'approve') {
-    patch.score = result.verdict?.score ?? null;
-    patch.error = null;
-    patch.feedback = null;
-    patch.handoff = { summary: run.summary, outputs: run.outputs ?? '', findings: run.findings ?? '' };
-  } else if (decision.action === 'retry') {
-    patch.feedback = decision.feedback;
-    patch.error = decision.reason;
-    if (result.verdict) patch.score = result.verdict.score;
-  } else if (decision.action === 'fail') {
-    // The reason is the one line a person reads in `status`; the whole feedback stays beside it.
-    patch.error = decision.reason.slice(0, 500);
-    patch.feedback = decision.feedback;
-    if (result.verdict) patch.score = result.verdict.score;
-  } else if (decision.action === 'pause') {
-    patch.questions = run.questions ?? null;
-    patch.error = null;
-  } else {
-    patch.error = 'mission cancelled';
-  }
-  const outcome = await ctx.store.settle(missionId, taskId, attempt, action, patch as never, now);
-  if (outcome.applied) {
-    log.info({ action, released: outcome.released, skipped: outcome.skipped }, `gate: ${describe(decision)}`);
-    await ctx.store.audit(missionId, {
-      at: now,
-      taskId,
-      attempt,
-      stage: 'gate',
-      host: ctx.hostId,
-      cli: run.cli,
-      message: describe(decision),
-    });
-    await ctx.store.emit({
+  const patch = settlePatch(decision, result);
+  const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now);
+  if (outcome.applied)
+    await record(ctx, { missionId, taskId, attempt, cli: result.verify.run.cli }, decision, outcome, now);
+  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
+  await applyEffects(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
+  return { action: decision.action };
+}
+
+/** The audit row and events of a transition that applied (a replay writes none of them again). */
+async function record(
+  ctx: HostContext,
+  ref: { missionId: string; taskId: string; attempt: number; cli: string },
+  decision: GateDecision,
+  outcome: SettleOutcome,
+  at: string,
+): Promise<void> {
+  const { missionId, taskId, attempt } = ref;
+  const message = describeDecision(decision);
+  ctx.logger.info(
+    {
       missionId,
       taskId,
       attempt,
+      host: ctx.hostId,
+      action: decision.action,
+      released: outcome.released,
+      skipped: outcome.skipped,
+    },
+    `gate: ${message}`,
+  );
+  await ctx.store.audit(missionId, {
+    at,
+    taskId,
+    attempt,
+    stage: 'gate',
+    host: ctx.hostId,
+    cli: ref.cli,
+    event: {
+      kind: 'gate',
+      action: decision.action,
+      ...('reason' in decision ? { reason: decision.reason } : {}),
+      ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
+      ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+    },
+  });
+  await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: outcome.taskStatus, message });
+  for (const skipped of outcome.skipped) {
+    await ctx.store.emit({
+      missionId,
+      taskId: skipped,
       type: 'task',
-      status: outcome.taskStatus,
-      message: describe(decision),
+      status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
+      message: `skipped: dependency ${taskId} ${decision.action === 'cancel' ? 'cancelled' : 'failed'}`,
     });
-    for (const skipped of outcome.skipped) {
-      await ctx.store.emit({
-        missionId,
-        taskId: skipped,
-        type: 'task',
-        status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
-        message: `skipped: dependency ${taskId} ${action === 'cancel' ? 'cancelled' : 'failed'}`,
-      });
-    }
   }
-  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
+}
+
+/** The next attempt's flow, the released dependents' flows and the finalize job: all idempotent adds. */
+async function applyEffects(
+  ctx: HostContext,
+  ref: { missionId: string; task: TaskSpec; attempt: number; tasks: readonly TaskSpec[] },
+  decision: GateDecision,
+  outcome: SettleOutcome,
+): Promise<void> {
+  const { missionId, task, attempt } = ref;
   if (
     decision.action === 'retry' &&
     (outcome.applied || outcome.attempts === attempt + 1) &&
@@ -122,7 +120,7 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
   }
   for (const releasedId of outcome.released) {
-    const released = spec.tasks.find((t) => t.id === releasedId);
+    const released = ref.tasks.find((t) => t.id === releasedId);
     if (released && !(await ctx.store.isCancelled(missionId))) {
       await enqueueAttempt(ctx, { missionId, task: released, attempt: 1 });
       await ctx.store.emit({
@@ -131,36 +129,9 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
         attempt: 1,
         type: 'task',
         status: 'queued',
-        message: `released: all dependencies approved`,
+        message: 'released: all dependencies approved',
       });
     }
   }
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
-  return { action };
-}
-
-export async function enqueueFinalize(
-  ctx: Pick<HostContext, 'queues' | 'config'>,
-  missionId: string,
-): Promise<void> {
-  await ctx.queues.get(QUEUES.mission).add(JOBS.finalize, withSignature({ missionId }, ctx.config.secret), {
-    jobId: finalizeJobId(missionId),
-    ...RETENTION,
-    attempts: 5,
-  });
-}
-
-function describe(decision: GateDecision): string {
-  switch (decision.action) {
-    case 'approve':
-      return `approved${decision.score !== undefined ? ` (score ${decision.score})` : ''}`;
-    case 'retry':
-      return `retry in ${Math.round(decision.delayMs / 1000)}s: ${decision.reason}`;
-    case 'fail':
-      return `failed: ${decision.reason}`;
-    case 'pause':
-      return `paused: ${decision.reason}`;
-    case 'cancel':
-      return 'cancelled';
-  }
 }

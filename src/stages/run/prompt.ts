@@ -1,7 +1,5 @@
-import type { Adapter, PROMPT_DELIVERIES } from '../../shared/adapter.js';
-import { splitFlags } from '../../shared/adapter.js';
-import type { ControlMode, ModelTier } from '../../shared/capabilities.js';
-import type { CriterionResult } from '../../shared/contracts.js';
+import type { ControlMode } from '../../shared/capabilities.js';
+import { codeBullets, joinParts } from '../../shared/markdown.js';
 import type { TaskSpec } from '../../shared/mission.js';
 
 /**
@@ -44,7 +42,7 @@ export const RESULT_SECTIONS_TEXT = [
   '- **Errors**: Error details if failed (or "None")',
 ].join('\n');
 
-const NO_STDOUT = 'Do not write anything to stdout — write the full result to the file above.';
+export const NO_STDOUT = 'Do not write anything to stdout — write the full result to the file above.';
 
 export function assemblePrompt(input: PromptInput): string {
   const { task } = input;
@@ -91,7 +89,7 @@ export function controlScopeText(mode: ControlMode, task: Pick<TaskSpec, 'files'
   const allowed = task.allowedPaths ?? [];
   const reverted =
     allowed.length > 0
-      ? `Writes outside these paths are reverted when you finish:\n\n${bullets(allowed)}`
+      ? `Writes outside these paths are reverted when you finish:\n\n${codeBullets(allowed)}`
       : '';
   switch (mode) {
     case 'autonomous':
@@ -100,7 +98,7 @@ export function controlScopeText(mode: ControlMode, task: Pick<TaskSpec, 'files'
     case 'guarded': {
       const files =
         task.files.length > 0
-          ? `This task is expected to touch only these files:\n\n${bullets(task.files)}`
+          ? `This task is expected to touch only these files:\n\n${codeBullets(task.files)}`
           : '';
       const lists = [files, reverted].filter(Boolean).join('\n\n');
       const advice = lists
@@ -142,7 +140,7 @@ function taskText(missionGoal: string, task: TaskSpec, mode: ControlMode): strin
       : 'Your current directory is a git checkout of the mission repository on a branch made for this attempt; it already holds the approved work of the tasks this one depends on. Work only inside it. flotilla commits your changes when you finish, so do not commit, push or switch branches yourself, and do not start servers or other long-running processes.',
     '### Exit Criteria',
     'When you finish, flotilla runs each of these shell commands in the working directory; every one must exit with status 0 for the task to pass:',
-    bullets(task.exitCriteria),
+    codeBullets(task.exitCriteria),
   ].join('\n\n');
 }
 
@@ -190,201 +188,4 @@ function resultInstruction(resultPath: string): string {
     // CLI echoed its prompt to stdout.
     'Optionally, end the result file with an agent-result block: a line `<agent-result>`, then `<status>` (one of completed, needs_input, blocked), `<outputs>` (the paths you created or changed, comma-separated) and `<summary>` (one or two sentences), each closed by its end tag, then a line `</agent-result>`. If you cannot go on without an answer from a person, use the status needs_input and add `<questions>` (a JSON list such as [{"id": "Q1", "text": "…", "options": ["…"]}]), `<completed-steps>` and `<resume-guidance>`: the task pauses and resumes with the answers.',
   ].join('\n\n');
-}
-
-/** Diffs past this many characters are cut, so the reviewer's prompt stays within every CLI's limits. */
-export const MAX_REVIEW_DIFF_CHARS = 60_000;
-
-export interface ReviewPromptInput {
-  readonly task: TaskSpec;
-  readonly diff: string;
-  readonly criteria: readonly CriterionResult[];
-  readonly resultPath: string;
-  readonly minScore: number;
-  /** The attempt under review, named in the heading when given. */
-  readonly attempt?: number;
-}
-
-export function buildReviewPrompt(input: ReviewPromptInput): string {
-  const { task, criteria } = input;
-  const failed = criteria.filter((criterion) => criterion.exitCode !== 0 || criterion.timedOut).length;
-  const criteriaSummary =
-    criteria.length === 0
-      ? 'No exit criteria were run.'
-      : failed === 0
-        ? `All ${criteria.length} exit criteria passed.`
-        : `${failed} of ${criteria.length} exit criteria failed.`;
-  const criteriaList = criteria.map((criterion) => {
-    const outcome = criterion.timedOut
-      ? 'timed out'
-      : criterion.exitCode === 0
-        ? 'passed (exit code 0)'
-        : `failed (exit code ${criterion.exitCode ?? 'none'})`;
-    const tail = criterion.tail.trim() ? `\n\n${fence(criterion.tail.trimEnd(), '')}` : '';
-    return `- ${inlineCode(criterion.command)}: ${outcome}${tail}`;
-  });
-  const { text: diff, note } = truncateDiff(input.diff);
-  return joinParts([
-    '# Review Task',
-    "You are reviewing another agent's work as part of flotilla. You did not write it; judge it only on what is in front of you.",
-    '## Task Under Review',
-    `### ${task.title} (${task.id}${input.attempt ? `, attempt ${input.attempt}` : ''})`,
-    task.description.trim() || 'No description was given: the title and the exit criteria define the task.',
-    '## Exit Criteria Results',
-    criteriaSummary,
-    criteriaList.join('\n\n'),
-    '## Diff',
-    diff.trim() ? fence(diff.trimEnd(), 'diff') : 'The attempt changed no files.',
-    note,
-    '## How to Review',
-    `Do not create, modify or delete any file other than the result file named below. Read the diff and, where it helps, the files in the working directory. Check that the change does what the task asks, is correct, handles edge cases, is tested, and touches nothing it should not. Score it from 1 to 10: ${input.minScore} or more approves, less rejects. List every issue the author must fix, most important first, each specific enough to act on (which file, what is wrong, what to do).`,
-    '## Result Instructions',
-    `When you complete this task, write your result to: ${input.resultPath}`,
-    `Your result file MUST contain these sections:\n${RESULT_SECTIONS_TEXT}`,
-    'Your result file MUST also contain your verdict as one JSON object in a fenced json block, where N is your score from 1 to 10 and issues is a list of strings (empty when there are none):',
-    '```json\n{"score": N, "verdict": "approve"|"reject", "issues": [...]}\n```',
-    NO_STDOUT,
-  ]);
-}
-
-function truncateDiff(diff: string): { text: string; note: string } {
-  if (diff.length <= MAX_REVIEW_DIFF_CHARS) return { text: diff, note: '' };
-  const cut = diff.lastIndexOf('\n', MAX_REVIEW_DIFF_CHARS);
-  const text = diff.slice(0, cut > 0 ? cut : MAX_REVIEW_DIFF_CHARS);
-  return {
-    text,
-    note: `Note: the diff is truncated; the first ${text.length} of its ${diff.length} characters are shown. Judge the rest from the files in the working directory.`,
-  };
-}
-
-/** CataForge's agent tiers name the same three levels differently. */
-export const TIER_ALIASES: Readonly<Record<string, ModelTier>> = {
-  light: 'check',
-  standard: 'execution',
-  heavy: 'planning',
-};
-
-const MODEL_KEYS = {
-  planning: 'model_planning',
-  execution: 'model_execution',
-  check: 'model_check',
-} as const;
-
-export function resolveModel(adapter: Pick<Adapter, 'models' | 'config'>, tier?: string): string | undefined {
-  const normalized = tier?.trim().toLowerCase() ?? '';
-  const level: ModelTier =
-    normalized === 'planning' || normalized === 'execution' || normalized === 'check'
-      ? normalized
-      : (TIER_ALIASES[normalized] ?? 'execution');
-  return adapter.models[level] ?? adapter.config[MODEL_KEYS[level]];
-}
-
-/** Linux caps one argument at MAX_ARG_STRLEN (128 KiB, its terminating NUL included). */
-export const MAX_ARG_BYTES = 128 * 1024;
-
-export type PromptDelivery = (typeof PROMPT_DELIVERIES)[number];
-
-export interface Invocation {
-  readonly command: string;
-  readonly args: string[];
-  readonly stdin?: string;
-  /** How the prompt actually goes; differs from the adapter's when a large prompt fell back to stdin. */
-  readonly delivery: PromptDelivery;
-  readonly note?: string;
-}
-
-export interface InvocationInput {
-  readonly promptPath: string;
-  readonly promptText: string;
-  readonly model?: string;
-  readonly maxArgBytes?: number;
-}
-
-export function buildInvocation(adapter: Pick<Adapter, 'config'>, input: InvocationInput): Invocation {
-  const { config } = adapter;
-  const [command = '', ...commandArgs] = splitFlags(config.invoke_command);
-  const flags = [...commandArgs, ...substituteModel(config.invoke_flags, input.model)];
-  const promptFlag = config.prompt_flag ?? '';
-  switch (config.prompt_delivery) {
-    case 'file_path':
-      return {
-        command,
-        args: [...flags, ...flagWithValue(promptFlag, input.promptPath)],
-        delivery: 'file_path',
-      };
-    case 'stdin_pipe':
-      return { command, args: flags, stdin: input.promptText, delivery: 'stdin_pipe' };
-    case 'content_flag': {
-      const bytes = Buffer.byteLength(input.promptText, 'utf8');
-      const max = input.maxArgBytes ?? MAX_ARG_BYTES;
-      if (bytes < max) {
-        return {
-          command,
-          args: [...flags, ...flagWithValue(promptFlag, input.promptText)],
-          delivery: 'content_flag',
-        };
-      }
-      return {
-        command,
-        args: flags,
-        stdin: input.promptText,
-        delivery: 'stdin_pipe',
-        note: `prompt of ${bytes} bytes is more than one argument may hold (${max}); sent on stdin instead of ${promptFlag}`,
-      };
-    }
-  }
-}
-
-/** A `{model}` flag pair is dropped when no model is known, so the CLI falls back to its default. */
-function substituteModel(flags: readonly string[], model: string | undefined): string[] {
-  const out: string[] = [];
-  flags.forEach((flag, index) => {
-    if (!flag.includes('{model}')) {
-      out.push(flag);
-    } else if (model) {
-      out.push(flag.replaceAll('{model}', model));
-    } else if (
-      flag.trim() === '{model}' &&
-      index > 0 &&
-      flags[index - 1]?.startsWith('-') &&
-      out.at(-1) === flags[index - 1]
-    ) {
-      out.pop();
-    }
-  });
-  return out;
-}
-
-/** `--prompt-file=` style flags take their value in the same argument. */
-function flagWithValue(flag: string, value: string): string[] {
-  if (!flag) return [value];
-  return flag.endsWith('=') ? [`${flag}${value}`] : [flag, value];
-}
-
-/** cli-dispatch's rule of thumb: about four characters to a token. */
-export function promptTooLarge(adapter: Pick<Adapter, 'config' | 'maxPromptSize'>, text: string): boolean {
-  const max = adapter.maxPromptSize ?? adapter.config.max_prompt_size;
-  return max !== undefined && text.length / 4 > max;
-}
-
-function joinParts(parts: readonly string[]): string {
-  return `${parts.filter((part) => part.trim()).join('\n\n')}\n`;
-}
-
-function bullets(items: readonly string[]): string {
-  return items.map((item) => `- ${inlineCode(item)}`).join('\n');
-}
-
-/** Inline code that survives backticks inside the text. */
-function inlineCode(text: string): string {
-  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
-  const ticks = '`'.repeat(longest + 1);
-  return longest > 0 ? `${ticks} ${text} ${ticks}` : `${ticks}${text}${ticks}`;
-}
-
-/** A fence longer than any backtick run inside, so diffs holding Markdown cannot close it early. */
-function fence(text: string, lang: string): string {
-  const longest = Math.max(0, ...[...text.matchAll(/`{3,}/g)].map((match) => match[0].length));
-  const ticks = '`'.repeat(Math.max(3, longest + 1));
-  return `${ticks}${lang}\n${text}\n${ticks}`;
 }

@@ -1,10 +1,10 @@
 import type { Job } from 'bullmq';
-import { spawnCli, tail } from '../../agent/spawn.js';
+import { spawnProcess, tail } from '../../agent/spawn.js';
 import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { checkoutForVerify } from '../../workspace/attempt-checkout.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
-import { type HostContext, loadMission } from '../context.js';
+import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 
 /** One criterion may take at most this long; the task's timeout caps it further. */
@@ -52,7 +52,7 @@ export async function verifyAttempt(
   const run = await childValue<RunResult>(job);
   if (!run) return lostRun((await ignoredChildFailure(job)) ?? 'the run job failed');
   if (run.outcome !== 'done' || !run.branch) return { run, ran: false, passed: false, criteria: [] };
-  const { spec, meta } = await loadMission(ctx, missionId);
+  const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   await ctx.store.mark(missionId, taskId, attempt, 'verifying');
@@ -69,7 +69,7 @@ export async function verifyAttempt(
   const criteria: CriterionResult[] = [];
   try {
     for (const command of task.exitCriteria) {
-      const outcome = await spawnCli({
+      const outcome = await spawnProcess({
         command: 'bash',
         args: ['-c', command],
         cwd: checkout.dir,
@@ -96,7 +96,16 @@ export async function verifyAttempt(
     attempt,
     stage: 'verify',
     host: ctx.hostId,
-    message: `exit criteria ${passed ? 'passed' : 'failed'}: ${criteria.map((c) => `${c.exitCode === 0 ? '✓' : '✗'} ${c.command}`).join('; ')}`,
+    event: {
+      kind: 'verify',
+      passed,
+      criteria: criteria.map((c) => ({
+        command: c.command,
+        exitCode: c.exitCode,
+        timedOut: c.timedOut,
+        tail: tail(c.tail, 2_000),
+      })),
+    },
     files: {
       'criteria.txt': criteria
         .map(
