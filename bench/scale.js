@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlotillaClient } from '../dist/mission/client.js';
 import { loadMissionOrThrow } from '../dist/mission/load.js';
+import { attemptRef } from '../dist/shared/contracts.js';
 import { listHosts } from '../dist/store/registry.js';
 import { openRepoCache } from '../dist/workspace/repo-cache.js';
 import { benchConfig, missionYaml, taskId } from './lib/flotilla.js';
@@ -106,9 +107,10 @@ async function submitOnly(size, log) {
 }
 
 /**
- * A host's fetch from a mission repo holding `size` attempt branches (one per finished attempt):
- * a full `cache.fetch()` against a fetch of the one branch a stage needs, with the mission repo's
- * refs loose (as pushes leave them) and packed (after `git pack-refs`).
+ * A host's fetch from a mission repo holding `size` attempt refs (one per finished attempt, under
+ * refs/flotilla/ where the run stage publishes them): a full `cache.fetch()` (branches only, so it
+ * no longer sees them) against a fetch of the one attempt ref a stage needs, with the mission
+ * repo's refs loose (as pushes leave them) and packed (after `git pack-refs`).
  */
 async function fetchCost(size) {
   const dir = await mkdtemp(join(tmpdir(), 'flotilla-bench-fetch-'));
@@ -132,7 +134,7 @@ async function fetchCost(size) {
     const head = git(['rev-parse', 'HEAD']).toString().trim();
     const refs = Array.from(
       { length: size },
-      (_, i) => `create refs/heads/flotilla/m.${taskId(i + 1)}.a1 ${head}\n`,
+      (_, i) => `create ${attemptRef('m', taskId(i + 1), 1)} ${head}\n`,
     );
     git(['update-ref', '--stdin'], refs.join(''));
     const cache = await openRepoCache({ repo, cacheDir: join(dir, 'cache') });
@@ -140,9 +142,9 @@ async function fetchCost(size) {
     const time = async (fn) => {
       const samples = [];
       for (let i = 0; i < 3; i++) {
-        // A run attempt pushes a new branch; the next stage fetches.
-        const name = `flotilla/m.new${++branch}.a1`;
-        git(['update-ref', `refs/heads/${name}`, head]);
+        // A run attempt pushes a new attempt ref; the next stage fetches.
+        const name = attemptRef('m', `new${++branch}`, 1);
+        git(['update-ref', name, head]);
         const t = now();
         await fn(name);
         samples.push(now() - t);
