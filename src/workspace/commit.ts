@@ -23,12 +23,9 @@ export interface CommitAttemptOptions {
 export interface CommitAttemptResult {
   /** The published commit: the work plus flotilla's dispatch files, the attempt's audit record. */
   readonly commit: string;
-  /**
-   * `commit`'s parent: the work alone, which the gate merges. The starting commit itself when the
-   * agent changed nothing, so such an attempt integrates as "nothing to merge".
-   */
+  /** `commit`'s parent: the work alone, which the gate merges (an empty commit when nothing changed). */
   readonly workCommit: string;
-  /** True when the work commit holds changes. */
+  /** True when the work commit changes anything. */
   readonly changed: boolean;
   readonly ref: string;
 }
@@ -43,31 +40,24 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const { dir } = options;
   if (options.baseCommit) await runGit(['reset', '--soft', '--quiet', options.baseCommit], { cwd: dir });
   await runGit(['add', '-A'], { cwd: dir });
-  const staged = await runGit(['diff', '--cached', '--quiet', '--', ...WORK_PATHS], {
-    cwd: dir,
-    allowFailure: true,
-  });
-  if (staged.exitCode > 1) {
-    throw new FlotillaError('git/failed', describeGitFailure(['diff', '--cached'], staged));
-  }
-  const changed = staged.exitCode === 1;
   const commit = [
     ...NO_HOOKS,
     ...(await identityArgs(dir)),
     'commit',
     '--quiet',
     '--no-verify',
+    '--allow-empty',
     ...(options.author ? ['--author', options.author] : []),
   ];
-  // `commit -- <paths>` takes only those paths from the index and leaves the rest staged.
-  if (changed) await runGit([...commit, '-m', options.message, '--', ...WORK_PATHS], { cwd: dir });
-  // Always a commit of its own, even when empty, so the work commit is always the ref's parent.
-  await runGit([...commit, '--allow-empty', '-m', `${options.message.split('\n')[0]} (dispatch files)`], {
-    cwd: dir,
-  });
-  const [published = '', workCommit = ''] = (
-    await readGit(['rev-parse', 'HEAD', 'HEAD^'], { cwd: dir })
+  // `commit -- <paths>` takes only those paths from the index and leaves the rest staged. Both
+  // commits are made even when empty, so the ref's parent is always the work commit; an empty
+  // work commit merges as "nothing to merge" at the gate.
+  await runGit([...commit, '-m', options.message, '--', ...WORK_PATHS], { cwd: dir });
+  await runGit([...commit, '-m', `${options.message.split('\n')[0]} (dispatch files)`], { cwd: dir });
+  const [published = '', workCommit = '', workTree = '', baseTree = ''] = (
+    await readGit(['rev-parse', 'HEAD', 'HEAD^', 'HEAD^^{tree}', 'HEAD^^^{tree}'], { cwd: dir })
   ).split('\n');
+  const changed = workTree !== baseTree;
   await pushRef({ dir, ref: options.ref });
   return { commit: published, workCommit, changed, ref: options.ref };
 }

@@ -299,11 +299,24 @@ describe('attempts on several hosts', () => {
     expect(await readFile(join(second.dir, 'README.md'), 'utf8')).toBe('# calc\n');
 
     const unchanged = await commitAttempt({ dir: second.dir, message: 'nothing', ref });
-    // No work: the work commit is the starting commit, so the gate has nothing to merge.
-    expect(unchanged).toMatchObject({ workCommit: prepared.baseCommit, changed: false, ref });
+    // No work: an empty work commit on the starting commit, which the gate merges as nothing.
+    expect(unchanged).toMatchObject({ changed: false, ref });
+    expect(await git(prepared.repo, 'rev-parse', `${unchanged.workCommit}^{tree}`)).toBe(
+      await git(prepared.repo, 'rev-parse', `${prepared.baseCommit}^{tree}`),
+    );
     // The force push replaced what the first delivery pushed.
     expect(await git(prepared.repo, 'rev-parse', ref)).toBe(unchanged.commit);
-    expect(await git(prepared.repo, 'rev-parse', `${ref}^`)).toBe(prepared.baseCommit);
+    expect(await git(prepared.repo, 'rev-parse', `${ref}^`)).toBe(unchanged.workCommit);
+    expect(await git(prepared.repo, 'rev-parse', `${ref}^^`)).toBe(prepared.baseCommit);
+    const integrated = await integrateAttempt({
+      cache,
+      missionId: 'm10',
+      attemptId: 't/a1',
+      ref,
+      workCommit: unchanged.workCommit,
+      message: 'merge t',
+    });
+    expect(integrated).toEqual({ ok: true, commit: prepared.baseCommit, alreadyIntegrated: true });
 
     const after = await stat(join(cache.dir, '.git'));
     expect(after.ino).toBe(before.ino);
