@@ -284,7 +284,21 @@ async function endToEnd(options, log) {
       const peak = await memory.stop();
       const after = await usedMemory(redis.admin);
       if (status.status !== 'done') throw new Error(`e2e mission ended ${status.status}`);
+      // Group commit at the gates: merge commits on the integration branch against the times the
+      // branch moved (its reflog, creation excluded), and the largest number of merges one publish
+      // carried.
+      const ws = join(dir, 'big', 'ws');
+      const branch = `refs/heads/flotilla/${id}`;
+      const gitOut = (args) => execFileSync('git', ['-C', ws, ...args], { encoding: 'utf8' }).trim();
+      const merges = Number(gitOut(['rev-list', '--merges', '--count', branch]));
+      const tips = gitOut(['reflog', 'show', '--format=%H', branch]).split('\n').filter(Boolean);
+      const perPublish = tips
+        .slice(0, -1)
+        .map((tip, i) => Number(gitOut(['rev-list', '--count', '--first-parent', `${tips[i + 1]}..${tip}`])));
       out.e2e = {
+        merges,
+        publishes: perPublish.length,
+        largestBatch: Math.max(0, ...perPublish),
         tasks: n,
         submitS: (t1 - t0) / 1000,
         totalS: (t2 - t0) / 1000,
@@ -294,6 +308,9 @@ async function endToEnd(options, log) {
       };
       log(
         `  e2e: ${n} tasks in ${fmt(out.e2e.totalS, 1)} s (${fmt(out.e2e.tasksPerS, 2)} tasks/s; submit ${fmt(out.e2e.submitS, 2)} s); Redis ${fmt(out.e2e.peakBytesPerTask / KB, 1)} KiB/task at peak, ${fmt(out.e2e.afterBytesPerTask / KB, 1)} KiB/task after completion`,
+      );
+      log(
+        `  e2e: ${merges} merge commits in ${perPublish.length} publishes of the integration branch (${fmt(merges / Math.max(1, perPublish.length), 2)} merges a publish, at most ${out.e2e.largestBatch})`,
       );
     }
     if (options.missions > 0) {
