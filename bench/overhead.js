@@ -442,13 +442,13 @@ export async function run(options, log = console.log) {
     );
     const flotilla = profiles.find((p) => p.variant === 'flotilla');
     if (flotilla) {
-      const top = (counts) =>
+      const top = (counts, limit = 12) =>
         Object.entries(counts)
           .sort((a, b) => b[1] - a[1])
-          .slice(0, 12)
+          .slice(0, limit)
           .map(([k, v]) => `${k} ${fmt(v / profileN, 1)}`)
           .join(', ');
-      log(`  flotilla git calls per task: ${top(flotilla.git.bySubcommand)}`);
+      log(`  flotilla git calls per task: ${top(flotilla.git.bySubcommand, Infinity)}`);
       log(`  flotilla git wall ms per task: ${top(flotilla.git.msBySubcommand)}`);
       log(`  flotilla Redis round trips per task: ${top(flotilla.redis.byCommand)}`);
     }
