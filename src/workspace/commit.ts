@@ -1,6 +1,13 @@
 /** Records an attempt's work and publishes it to the mission repo (DESIGN.md §4 step 5). */
 import { FlotillaError } from '../shared/errors.js';
-import { describeGitFailure, identityArgs, NO_HOOKS, readGit, retryOnLockContention, runGit } from './git.js';
+import {
+  cachedIdentityArgs,
+  describeGitFailure,
+  NO_HOOKS,
+  readGit,
+  retryOnLockContention,
+  runGit,
+} from './git.js';
 
 /** flotilla's PROMPT/RESULT files (and their archive): the attempt's audit record, never its work. */
 export const DISPATCH_DIR = '.planning/dispatch';
@@ -42,7 +49,7 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   await runGit(['add', '-A'], { cwd: dir });
   const commit = [
     ...NO_HOOKS,
-    ...(await identityArgs(dir)),
+    ...(await cachedIdentityArgs(dir)),
     'commit',
     '--quiet',
     '--no-verify',

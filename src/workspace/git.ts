@@ -155,6 +155,23 @@ export async function identityArgs(cwd: string): Promise<string[]> {
 }
 
 /**
+ * identityArgs(), asked of git once per directory in this process: a host commits in the same few
+ * directories again and again (its warm checkouts, the mission repo or its cache at the gate), and
+ * the answer depends only on their configuration and the environment.
+ */
+const identities = new Map<string, Promise<string[]>>();
+
+export function cachedIdentityArgs(cwd: string): Promise<string[]> {
+  let identity = identities.get(cwd);
+  if (!identity) {
+    identity = identityArgs(cwd);
+    identities.set(cwd, identity);
+    identity.catch(() => identities.delete(cwd));
+  }
+  return identity;
+}
+
+/**
  * Disables the repository's and the user's hooks for flotilla's own commits, merges and pushes. An
  * attempt's gate is its exit criteria; a husky or lint hook would otherwise run inside the worker,
  * with the worker's environment, and could block or rewrite the agent's commit.

@@ -5,7 +5,7 @@
  */
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { describeGitFailure, identityArgs, NO_HOOKS, runGit } from './git.js';
+import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, runGit } from './git.js';
 import {
   lostCompareAndSwap,
   type MergeRequest,
@@ -64,19 +64,6 @@ function placeOf(cache: RepoCache, missionId: string): Place {
     branchRef: `refs/heads/${branch}`,
     tipRef: remote ? trackingRef(branch) : `refs/heads/${branch}`,
   };
-}
-
-/** The committer identity flags, asked of git once per repository. */
-const identities = new Map<string, Promise<string[]>>();
-
-function identityFor(dir: string): Promise<string[]> {
-  let identity = identities.get(dir);
-  if (!identity) {
-    identity = identityArgs(dir);
-    identities.set(dir, identity);
-    identity.catch(() => identities.delete(dir));
-  }
-  return identity;
 }
 
 export type BatchResults = Map<string, IntegrateResult | Error>;
@@ -190,7 +177,7 @@ async function mergeOne(dir: string, head: Head, workCommit: string, message: st
   const commit = await runGit(
     [
       ...NO_HOOKS,
-      ...(await identityFor(dir)),
+      ...(await cachedIdentityArgs(dir)),
       'commit-tree',
       outcome.tree,
       '-p',
