@@ -10,6 +10,7 @@
  *   node bench/run.js recovery --runs 3 --locks 30000,5000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js integrate --n 150             # the gate's merges alone: one at a time and batched
+ *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -25,6 +26,7 @@ const BENCHMARKS = {
   schedule: () => import('./schedule.js'),
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
+  board: () => import('./board.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -60,6 +62,7 @@ if (values.help) {
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
   integrate --n 150   (the gate's merges alone, without agents: one at a time against batched)
+  board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }

@@ -5,7 +5,7 @@ import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { QueueSet } from '../queue/queues.js';
-import type { Config } from '../shared/config.js';
+import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
@@ -47,11 +47,19 @@ export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
   readonly capabilities: readonly string[];
+  /** The missions whose specs this host holds in memory (dropped when a mission ends). */
+  cachedMissions(): string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
   close(options?: { force?: boolean }): Promise<void>;
 }
 
 const SHUTDOWN = 'host shutting down';
+/** A host re-advertises itself this often; its registry entry expires after a few missed beats. */
+const HEARTBEAT_MS = 5_000;
+/** How often one host looks for state whose job a crashed process never added (host/sweep.ts). */
+const SWEEP_MS = 30_000;
+/** How long running CLIs may finish after the first stop signal before they are killed. */
+const DEFAULT_GRACE_MS = 30_000;
 
 /**
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
@@ -74,7 +82,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     );
   }
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
-  const slots = options.slots ?? 4;
+  const slots = options.slots ?? DEFAULT_SLOTS;
 
   const redis = createRedis({ url: options.redisUrl, role: 'worker' });
   redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
@@ -110,7 +118,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       .filter(([, until]) => until > Date.now())
       .map(([cli, until]) => ({ cli, until: new Date(until).toISOString() })),
   });
-  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
 
   const ctx: HostContext = {
@@ -221,7 +229,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));
   }, heartbeatMs);
   heartbeat.unref();
-  const sweepMs = options.sweepMs ?? 30_000;
+  const sweepMs = options.sweepMs ?? SWEEP_MS;
   const sweeper = setInterval(() => {
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
   }, sweepMs);
@@ -237,6 +245,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     } catch {
       return;
     }
+    // Every host forgets a finished mission's spec, not only the one that ran its finalize job.
+    if (parsed.type === 'finished' && parsed.missionId) ctx.missions.delete(parsed.missionId);
     if (parsed.type === 'cancel' && parsed.missionId) {
       for (const [jobId, worker] of active) {
         if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);
@@ -259,7 +269,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       clearInterval(heartbeat);
       clearInterval(sweeper);
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
-      const grace = options.graceMs ?? 30_000;
+      const grace = options.graceMs ?? DEFAULT_GRACE_MS;
       const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
       const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
       if (!finished) {
@@ -279,6 +289,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     hostId,
     clis,
     capabilities: servedCapabilities(),
+    cachedMissions: () => [...ctx.missions.keys()],
     close,
   };
 }

@@ -58,7 +58,7 @@ export function attemptBranch(missionId: string, taskId: string, attempt: number
 export const ATTEMPT_REF_PREFIX = 'refs/flotilla/';
 
 /**
- * Where an attempt's commit is published in the mission repo (DESIGN.md §4 step 5). A 10,000-task
+ * Where an attempt's commit is published in the mission repo (docs/DISPATCH.md, "Write scope"). A 10,000-task
  * mission must not leave 10,000 branches in the user's repository, but every attempt stays
  * reachable for the audit trail: the user's repository gains one branch per mission, the
  * integration branch, and these refs, which `git branch` does not list.
@@ -211,7 +211,7 @@ export interface TaskState {
   finishedAt?: string | null;
 }
 
-/** The status JSON of DESIGN.md §5, `flotilla status <id> --json`. */
+/** The status JSON that `flotilla status <id> --json` prints and scripts parse. */
 export interface MissionStatusJson {
   id: string;
   goal: string;

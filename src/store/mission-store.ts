@@ -7,14 +7,21 @@ import type {
   TaskState,
   TaskStatus,
 } from '../shared/contracts.js';
-import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
-import { handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
+import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
-import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+import {
+  AUDIT_SCRIPT,
+  CANCEL_SCRIPT,
+  LUA_CODES,
+  type LuaCode,
+  MARK_SCRIPT,
+  SETTLE_SCRIPT,
+} from './scripts.js';
+import { fromStored, statusJson, toStored } from './task-state.js';
 
 /** An audit entry as a stage writes it: the event, without its rendered message. */
 export type AuditInput = Omit<AuditEntry, 'message' | 'event'> & { readonly event: AuditEvent };
@@ -51,27 +58,6 @@ export interface MissionRecord {
 const EVENTS_MAXLEN = 20_000;
 /** A critic job is handed back for seconds, not hours; its counter outlives it by far. */
 const HANDBACK_TTL_MS = 3_600_000;
-
-/** cjson writes an empty Lua table as `{}`; lists that may be empty come back as objects. */
-/**
- * An agent's questions are its own JSON, and the Lua scripts decode and re-encode task state, which
- * would turn every empty list inside them (`"options": []`) into `{}`. They cross Lua as text.
- */
-function toStored(patch: Partial<TaskState>): Record<string, unknown> {
-  if (!('questions' in patch)) return patch;
-  const { questions, ...rest } = patch;
-  return {
-    ...rest,
-    questionsJson: questions === undefined || questions === null ? null : JSON.stringify(questions),
-  };
-}
-
-function fromStored(json: string): TaskState {
-  const { questionsJson, ...state } = JSON.parse(json) as TaskState & { questionsJson?: string | null };
-  return typeof questionsJson === 'string'
-    ? { ...state, questions: JSON.parse(questionsJson) as unknown }
-    : state;
-}
 
 /**
  * Mission state in Redis: the spec (signed when a secret is set), task states, the dependency
@@ -170,6 +156,39 @@ export class MissionStore {
         costUsd: Number(raw.costUsd ?? 0),
       },
     };
+  }
+
+  /**
+   * The mission's facts without its spec: the spec of a 10,000-task mission is megabytes and never
+   * changes, so a reader that already holds it (the board) asks only for these.
+   */
+  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit'> | null> {
+    const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'id',
+      'goal',
+      'status',
+      'createdAt',
+      'finishedAt',
+      'cancelled',
+      'costUsd',
+    );
+    if (!rawId) return null;
+    return {
+      id: rawId,
+      goal: goal ?? '',
+      status: (status ?? 'running') as MissionStatus,
+      createdAt: createdAt ?? '',
+      finishedAt: finishedAt ?? null,
+      cancelled: cancelled === '1',
+      costUsd: Number(costUsd ?? 0),
+    };
+  }
+
+  /** The id of the newest event on the mission's stream ('0' if none): it changes whenever a task does. */
+  async lastEventId(id: string): Promise<string> {
+    const reply = await this.redis.xrevrange(missionKeys(this.prefix, id).events, '+', '-', 'COUNT', 1);
+    return reply[0]?.[0] ?? '0';
   }
 
   async getTasks(id: string): Promise<Record<string, TaskState>> {
@@ -307,10 +326,34 @@ export class MissionStore {
     }));
   }
 
-  /** Appends an entry; its message is the rendering of its event. */
+  /** Appends an entry (its message is the rendering of its event) and indexes it under its task. */
   async audit(id: string, entry: AuditInput): Promise<void> {
     const stored: AuditEntry = { ...entry, message: renderAuditEvent(entry.event) };
-    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(stored));
+    const keys = missionKeys(this.prefix, id);
+    await this.redis.eval(AUDIT_SCRIPT, 2, keys.audit, keys.auditIndex, entry.taskId, JSON.stringify(stored));
+  }
+
+  /**
+   * One task's audit entries, oldest first, read by their positions: the board's task detail
+   * reads this on a click, and the whole trail of a 10,000-task mission is tens of megabytes.
+   * A mission written before the index existed is read whole and filtered.
+   */
+  async getTaskAudit(id: string, taskId: string): Promise<AuditEntry[]> {
+    const keys = missionKeys(this.prefix, id);
+    const [positions, indexed] = await Promise.all([
+      this.redis.hget(keys.auditIndex, taskId),
+      this.redis.exists(keys.auditIndex),
+    ]);
+    if (positions === null) {
+      if (indexed === 1) return [];
+      return (await this.getAudit(id)).filter((entry) => entry.taskId === taskId);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const at of positions.split(',')) pipeline.lindex(keys.audit, Number(at));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies
+      .map(([, raw]) => (typeof raw === 'string' ? (JSON.parse(raw) as AuditEntry) : null))
+      .filter((entry): entry is AuditEntry => entry !== null);
   }
 
   async getAudit(id: string): Promise<AuditEntry[]> {
@@ -332,6 +375,11 @@ export class MissionStore {
     return Number(count);
   }
 
+  /** Tells every host about a mission: `cancel` kills its running CLIs, `finished` drops its spec. */
+  async publishControl(message: { type: 'cancel' | 'finished'; missionId: string }): Promise<void> {
+    await this.redis.publish(controlChannel(this.prefix), JSON.stringify(message));
+  }
+
   /** Takes a named lock for `ms` if nobody holds it (the sweep: one host at a time). */
   async tryLock(name: string, owner: string, ms: number): Promise<boolean> {
     return (await this.redis.set(lockKey(this.prefix, name), owner, 'PX', ms, 'NX')) === 'OK';
@@ -347,35 +395,7 @@ export class MissionStore {
   }
 
   async status(id: string): Promise<MissionStatusJson> {
-    const { meta, spec } = await this.getMission(id);
-    const states = await this.getTasks(id);
-    return {
-      id,
-      goal: meta.goal,
-      status: meta.status,
-      createdAt: meta.createdAt,
-      finishedAt: meta.finishedAt,
-      branch: integrationBranch(id),
-      costUsd: meta.costUsd,
-      tasks: spec.tasks.map((task) => {
-        const s = states[task.id];
-        return {
-          id: task.id,
-          title: task.title,
-          status: s?.status ?? 'pending',
-          attempts: s?.attempts ?? 0,
-          cli: s?.cli ?? null,
-          host: s?.host ?? null,
-          score: s?.score ?? null,
-          error: s?.error ?? null,
-          route: s?.route ?? null,
-          costUsd: s?.costUsd,
-          startedAt: s?.startedAt ?? null,
-          finishedAt: s?.finishedAt ?? null,
-          // Questions are shown while they wait for an answer, not after the task went on.
-          ...(s?.status === 'needs_input' && s.questions ? { questions: s.questions } : {}),
-        };
-      }),
-    };
+    const [{ meta, spec }, states] = await Promise.all([this.getMission(id), this.getTasks(id)]);
+    return statusJson(id, meta, spec, states);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The gate's merge (DESIGN.md §4 step 8), without a checkout: `git merge-tree --write-tree` merges
+ * The gate's merge, without a checkout: `git merge-tree --write-tree` merges
  * an approved attempt's work commit into the integration branch's tip, `git commit-tree` records
  * it, and a compare-and-swap publishes the new tip — `update-ref <ref> <new> <old>` in the mission
  * repo itself when it is local, `push --force-with-lease=<ref>:<old>` from the host's cache when it
