@@ -1,9 +1,10 @@
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { report } from '../../../src/cli/commands/missions.js';
 import { integrationBranch, QUEUES } from '../../../src/shared/contracts.js';
 import { MissionStore } from '../../../src/store/mission-store.js';
 import { runGit } from '../../../src/workspace/git.js';
@@ -151,6 +152,20 @@ describe('the gate merge step', () => {
     expect(await git(repo, 'ls-tree', '-r', '--name-only', `refs/flotilla/${id}/b/a1`)).toContain(
       '.planning/dispatch/',
     );
+    // `flotilla report` still has every attempt, and says where their commits are.
+    const out = await mkdtemp(join(tmpdir(), 'flotilla-report-'));
+    try {
+      const printed: string[] = [];
+      const io = { out: (line: string) => printed.push(line), err: () => {}, isTTY: false };
+      expect(await report({ id, out }, cluster.config, io)).toBe(0);
+      const text = await readFile(join(out, 'REPORT.md'), 'utf8');
+      expect(text).toContain(`Attempts: refs/flotilla/${id}/<task>/a<n> in ${repo}`);
+      for (const name of ['a/a1', 'b/a1', 'c/a1', 'd/a1', `${loser}/a2`]) {
+        expect(await readFile(join(out, name, 'prompt.md'), 'utf8')).toContain('# Dispatch Task');
+      }
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
     // `git branch` shows the user's branch and the mission's integration branch, nothing else.
     const branches = (await git(repo, 'branch', '--format=%(refname:short)')).split('\n');
     expect(branches).toContain(integrationBranch(id));
