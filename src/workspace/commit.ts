@@ -45,8 +45,25 @@ export interface CommitAttemptResult {
  */
 export async function commitAttempt(options: CommitAttemptOptions): Promise<CommitAttemptResult> {
   const { dir } = options;
-  if (options.baseCommit) await runGit(['reset', '--soft', '--quiet', options.baseCommit], { cwd: dir });
   await runGit(['add', '-A'], { cwd: dir });
+  let made = await commitWorkThenDispatch(options);
+  if (options.baseCommit && made.workParent !== options.baseCommit) {
+    // The agent committed on its own, maybe flotilla's dispatch files with its work: start again
+    // from the base with everything staged, so the work commit is the whole change and only it.
+    await runGit(['reset', '--soft', '--quiet', options.baseCommit], { cwd: dir });
+    made = await commitWorkThenDispatch(options);
+  }
+  await pushRef({ dir, ref: options.ref });
+  return { commit: made.commit, workCommit: made.workCommit, changed: made.changed, ref: options.ref };
+}
+
+/**
+ * `commit -- <paths>` takes only those paths from the index and leaves the rest staged. Both
+ * commits are made even when empty, so the ref's parent is always the work commit; an empty work
+ * commit merges as "nothing to merge" at the gate.
+ */
+async function commitWorkThenDispatch(options: CommitAttemptOptions) {
+  const { dir } = options;
   const commit = [
     ...NO_HOOKS,
     ...(await cachedIdentityArgs(dir)),
@@ -56,17 +73,12 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
     '--allow-empty',
     ...(options.author ? ['--author', options.author] : []),
   ];
-  // `commit -- <paths>` takes only those paths from the index and leaves the rest staged. Both
-  // commits are made even when empty, so the ref's parent is always the work commit; an empty
-  // work commit merges as "nothing to merge" at the gate.
   await runGit([...commit, '-m', options.message, '--', ...WORK_PATHS], { cwd: dir });
   await runGit([...commit, '-m', `${options.message.split('\n')[0]} (dispatch files)`], { cwd: dir });
-  const [published = '', workCommit = '', workTree = '', baseTree = ''] = (
-    await readGit(['rev-parse', 'HEAD', 'HEAD^', 'HEAD^^{tree}', 'HEAD^^^{tree}'], { cwd: dir })
+  const [published = '', workCommit = '', workParent = '', workTree = '', parentTree = ''] = (
+    await readGit(['rev-parse', 'HEAD', 'HEAD^', 'HEAD^^', 'HEAD^^{tree}', 'HEAD^^^{tree}'], { cwd: dir })
   ).split('\n');
-  const changed = workTree !== baseTree;
-  await pushRef({ dir, ref: options.ref });
-  return { commit: published, workCommit, changed, ref: options.ref };
+  return { commit: published, workCommit, workParent, changed: workTree !== parentTree };
 }
 
 export interface PushRefOptions {
