@@ -101,14 +101,7 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
     for (const merge of plan.merges) {
       const merged = await mergeOne(place.dir, head, merge.workCommit, merge.message);
       if (merged.kind === 'merged') head = merged;
-      const result: IntegrateResult | Error =
-        merged.kind === 'merged'
-          ? { ok: true, commit: merged.commit, alreadyIntegrated: false }
-          : merged.kind === 'unchanged'
-            ? { ok: true, commit: head.commit, alreadyIntegrated: true }
-            : merged.kind === 'conflict'
-              ? { ok: false, conflict: merged.conflict, files: merged.files }
-              : merged.error;
+      const result = resultOf(merged, head.commit);
       for (const id of merge.attemptIds) results.set(id, result);
     }
     if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
@@ -156,6 +149,20 @@ type MergeOne =
 interface Head {
   readonly commit: string;
   readonly tree: string;
+}
+
+/** What the gates of one merge are told; an error fails only them. */
+function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
+  switch (merged.kind) {
+    case 'merged':
+      return { ok: true, commit: merged.commit, alreadyIntegrated: false };
+    case 'unchanged':
+      return { ok: true, commit: head, alreadyIntegrated: true };
+    case 'conflict':
+      return { ok: false, conflict: merged.conflict, files: merged.files };
+    case 'error':
+      return merged.error;
+  }
 }
 
 async function mergeOne(dir: string, head: Head, workCommit: string, message: string): Promise<MergeOne> {
