@@ -35,7 +35,12 @@ export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{
       if (!state || (state.status !== 'queued' && state.status !== 'retrying') || state.attempts < 1)
         continue;
       if (await Job.fromId(missionQueue, attemptJobId(id, task.id, state.attempts, 'gate'))) continue;
-      await enqueueAttempt(ctx, { missionId: id, task, attempt: state.attempts });
+      await enqueueAttempt(ctx, {
+        missionId: id,
+        task,
+        attempt: state.attempts,
+        cli: state.escalated?.cli ?? null,
+      });
       repaired.push(`${id}/${task.id} a${state.attempts}`);
     }
   }

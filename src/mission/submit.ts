@@ -48,9 +48,18 @@ export async function submitValidMission(
       branch: workspace.branch,
     },
   });
+  for (const note of workspace.notes) {
+    await ctx.store.audit(id, {
+      at: now,
+      taskId: '',
+      attempt: 0,
+      stage: 'mission',
+      event: { kind: 'mission', action: 'workspace', note },
+    });
+  }
   for (const task of spec.tasks) {
     if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
   }
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
-  return { id, branch: workspace.branch, repo: workspace.repo };
+  return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes };
 }

@@ -23,15 +23,19 @@ export interface EnqueueContext {
 /**
  * Adds one attempt's flow, routed by the live registry at this moment. Idempotent: if the
  * attempt's gate job exists (a re-delivered gate already added it), nothing is added again.
+ * `cli` is the CLI escalation moved the task to: the attempt is routed as if the task pinned it.
  */
 export async function enqueueAttempt(
   ctx: EnqueueContext,
-  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number },
+  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number; cli?: string | null },
 ): Promise<{ queue: string; reason: string }> {
-  const { missionId, task, attempt } = input;
+  const { missionId, attempt } = input;
+  const task = input.cli && !input.task.cli ? { ...input.task, cli: input.cli } : input.task;
   const gateId = attemptJobId(missionId, task.id, attempt, 'gate');
   const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
-  const route = routeTask(task, hosts);
+  const routed = routeTask(task, hosts);
+  // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
+  const route = task === input.task ? routed : { ...routed, reason: `escalated: ${routed.reason}` };
   await ctx.store.mark(missionId, task.id, attempt, null, { route: route.reason });
   const existing = await Job.fromId(ctx.queues.get(QUEUES.mission), gateId);
   if (existing) return { queue: route.queue, reason: route.reason };
@@ -48,6 +52,18 @@ export async function enqueueAttempt(
     }),
   );
   ctx.logger.debug({ missionId, taskId: task.id, attempt, queue: route.queue }, route.reason);
+  if (route.how === 'waiting') {
+    // Followers (`run`, `submit --wait`, `status --watch`) print this, so a task that no host can
+    // serve is said out loud instead of sitting silently in a queue nobody consumes.
+    await ctx.store.emit({
+      missionId,
+      taskId: task.id,
+      attempt,
+      type: 'task',
+      status: 'waiting',
+      message: route.reason,
+    });
+  }
   await ctx.store.audit(missionId, {
     at: new Date().toISOString(),
     taskId: task.id,

@@ -1,6 +1,5 @@
 import { startHost } from '../../host/host.js';
 import type { Config } from '../../shared/config.js';
-import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import { assertGitVersion } from '../../workspace/git.js';
@@ -13,7 +12,7 @@ import type { Io } from '../io.js';
 export async function worker(
   args: { adaptersDir?: string; hostId?: string; slots: number; internalCli?: string; graceMs: number },
   config: Config,
-  io: Io,
+  _io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
   // Before Redis: a host whose git cannot merge without a checkout must not start at all.
@@ -36,21 +35,23 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
+    // Forced means running work was cut off: the shell's 128 + signal number, not success.
+    let exitCode = 0;
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
         logger.info(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
-        void host.close().then(() => resolve(0));
+        // Both calls share one close; whichever signal came last decides the exit code.
+        void host.close().then(() => resolve(exitCode));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        void host.close({ force: true }).then(() => resolve(0));
+        exitCode = signal === 'SIGINT' ? 130 : 143;
+        void host.close({ force: true });
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    void io;
-    void FlotillaError;
   });
 }

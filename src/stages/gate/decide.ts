@@ -98,7 +98,7 @@ export function decideGate(input: GateInput): GateDecision {
 
 /** What integrating an approved attempt into the mission's branch came to. */
 export type MergeOutcome =
-  | { readonly ok: true }
+  | { readonly ok: true; readonly commit?: string }
   | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
 
 /**

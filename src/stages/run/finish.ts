@@ -31,6 +31,8 @@ export interface FinishInput {
   /** What the task had spent before this attempt. */
   readonly costBefore: number;
   readonly startedAt: number;
+  /** How the CLI was run, for the audit and the receipt: tier, model flag, version, escalation. */
+  readonly ran: { tier: string; model?: string; cliVersion?: string; escalation?: string };
 }
 
 /**
@@ -95,6 +97,8 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
       warnings: collected.warnings,
       rolledBack: scope.violations,
       ...(costUsd ? { costUsd } : {}),
+      ...input.ran,
+      ...(committed.commit ? { commit: committed.commit } : {}),
     },
     files: {
       'prompt.md': input.prompt,
