@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
+import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
@@ -42,6 +43,8 @@ export interface HostOptions {
   readonly sweepMs?: number;
   /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
   readonly warnUnsigned?: boolean;
+  /** Run every agent CLI under bwrap (`flotilla worker --sandbox`); checked before anything starts. */
+  readonly sandbox?: Sandbox;
 }
 
 export interface Host {
@@ -71,6 +74,11 @@ export async function startHost(options: HostOptions): Promise<Host> {
   await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
+  // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
+  if (options.sandbox) {
+    await assertSandboxWorks(options.sandbox);
+    logger.info(`sandbox: agent CLIs run under ${options.sandbox.bwrap}, writable only in their checkout`);
+  }
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);
   const detected = await detectClis(adapters, { logger: { info: (msg: string) => logger.info(msg) } });
@@ -146,6 +154,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await reconcileDispatchWorkers();
     },
     missions: new Map(),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(signingKey ? { signingKey } : {}),
   };
 

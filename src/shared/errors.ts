@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'git/missing',
   'git/unsupported',
   'git/failed',
+  'sandbox/unavailable',
   'internal',
 ] as const;
 
@@ -61,6 +62,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'redis/unreachable':
     case 'git/missing':
     case 'git/unsupported':
+    case 'sandbox/unavailable':
     // No agent CLI on a host is a missing piece of the machine, not a mistake in the user's input.
     case 'cli/not-found':
       return 3;

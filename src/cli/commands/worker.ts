@@ -10,7 +10,15 @@ import type { Io } from '../io.js';
  * CLIs the grace period; the second kills them at once so their jobs move to another host.
  */
 export async function worker(
-  args: { adaptersDir?: string; hostId?: string; slots: number; internalCli?: string; graceMs: number },
+  args: {
+    adaptersDir?: string;
+    hostId?: string;
+    slots: number;
+    internalCli?: string;
+    graceMs: number;
+    /** Every agent CLI under bwrap, writable only in its checkout (`--sandbox`). */
+    sandbox?: boolean;
+  },
   config: Config,
   _io: Io,
 ): Promise<number> {
@@ -29,6 +37,7 @@ export async function worker(
     internalCli: args.internalCli,
     logger,
     graceMs: args.graceMs,
+    ...(args.sandbox ? { sandbox: { bwrap: 'bwrap' } } : {}),
   });
   if (host.clis.length === 0) {
     logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');

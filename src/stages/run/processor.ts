@@ -1,6 +1,8 @@
 import type { Job } from 'bullmq';
 import { promptTooLarge, resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { tail } from '../../agent/spawn.js';
+import { renderAuditEvent } from '../../shared/audit.js';
 import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
@@ -154,8 +156,32 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     model,
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
+    flotillaDirs: [ctx.config.home],
+    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
   if (run.invocation.note) log.info(run.invocation.note);
+  if (run.escaped) {
+    const event = {
+      kind: 'escaped-checkout',
+      cli: adapter.cli,
+      cliName: adapter.displayName,
+      ...run.escaped,
+    } as const;
+    const error = renderAuditEvent(event);
+    log.error(error);
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      event,
+      files: { 'prompt.md': prompt, 'stdout.txt': tail(run.outcome.stdout, 20_000) },
+    });
+    // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
+    return failed('wrote outside its checkout', error, true);
+  }
 
   const reply = run.replyClass;
   const otherHostCanServe =
