@@ -23,6 +23,7 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { assertGitVersion } from '../workspace/git.js';
 import { sweepMissions } from './sweep.js';
 
 export interface HostOptions {
@@ -70,6 +71,7 @@ const DEFAULT_GRACE_MS = 30_000;
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
+  await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.

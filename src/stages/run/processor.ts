@@ -87,7 +87,16 @@ export async function runAttempt(
     checkoutDir = checkout.dir;
     // `return await` inside try: a bare `return` runs the finally (an awaited worktree removal)
     // while a rejected promise goes unobserved, and Node ends the host on the unhandled rejection.
-    return await runInCheckout(ctx, { job, token, signal, task, cli: chosen, dir: checkout.dir, startedAt });
+    return await runInCheckout(ctx, {
+      job,
+      token,
+      signal,
+      task,
+      cli: chosen,
+      dir: checkout.dir,
+      baseCommit: checkout.baseCommit,
+      startedAt,
+    });
   } finally {
     release();
     if (checkoutDir) await removeWorktree(checkoutDir);
@@ -101,6 +110,8 @@ interface RunInput {
   readonly task: TaskSpec;
   readonly cli: HostCli;
   readonly dir: string;
+  /** The integration commit the checkout started from. */
+  readonly baseCommit: string;
   readonly startedAt: number;
 }
 
@@ -257,6 +268,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     attempt,
     adapter,
     dir,
+    baseCommit: input.baseCommit,
     paths,
     prompt,
     run,
