@@ -10,6 +10,7 @@
  *   node bench/run.js recovery --runs 3 --locks 30000,5000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js large-repo --repos empty,generated,linux --counts 8,40   # git cost on big trees
+ *   node bench/run.js integrate --n 150             # the gate's merges alone: one at a time and batched
  *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js … --json results.json         # also write every figure as JSON
@@ -23,6 +24,7 @@ import { machine } from './lib/machine.js';
 const BENCHMARKS = {
   bullmq: () => import('./bullmq.js'),
   overhead: () => import('./overhead.js'),
+  integrate: () => import('./integrate.js'),
   schedule: () => import('./schedule.js'),
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
@@ -67,6 +69,7 @@ if (values.help) {
   recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
   bullmq    --jobs 10000 --runs 3
   large-repo --repos empty,generated,linux --counts 8,40 --slots 4 --phases cold,warm   (large repos cached in ~/.cache/flotilla-bench)
+  integrate --n 150   (the gate's merges alone, without agents: one at a time against batched)
   audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);

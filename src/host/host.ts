@@ -25,6 +25,7 @@ import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
 import { unparkEverywhere } from '../workspace/checkout-pool.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
+import { assertGitVersion } from '../workspace/git.js';
 import { pruneHostCaches } from '../workspace/prune.js';
 import { sweepMissions } from './sweep.js';
 
@@ -75,6 +76,7 @@ const DEFAULT_GRACE_MS = 30_000;
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
+  await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.

@@ -2,6 +2,7 @@ import { startHost } from '../../host/host.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
+import { assertGitVersion } from '../../workspace/git.js';
 import type { Io } from '../io.js';
 
 /**
@@ -22,6 +23,8 @@ export async function worker(
   _io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
+  // Before Redis: a host whose git cannot merge without a checkout must not start at all.
+  await assertGitVersion();
   const probe = await connectOrFail(redisUrl);
   probe.disconnect();
   const logger = createLogger({ level: config.logLevel });

@@ -116,6 +116,7 @@ export async function runAttempt(
       task,
       cli: chosen,
       dir: checkout.dir,
+      baseCommit: checkout.baseCommit,
       startedAt,
       setupLog: setup.ran ? setup.log : undefined,
     });
@@ -135,6 +136,8 @@ interface RunInput {
   readonly task: TaskSpec;
   readonly cli: HostCli;
   readonly dir: string;
+  /** The integration commit the checkout started from. */
+  readonly baseCommit: string;
   readonly startedAt: number;
   /** The output of setup when it ran for this attempt, for the audit trail. */
   readonly setupLog?: string | undefined;
@@ -293,6 +296,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     attempt,
     adapter,
     dir,
+    baseCommit: input.baseCommit,
     paths,
     prompt,
     run,
