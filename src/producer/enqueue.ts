@@ -39,6 +39,7 @@ export async function enqueueAttempt(
       capability: route.capability,
       cli: task.cli,
       delayMs: input.delayMs,
+      priority: task.priority,
       secret: ctx.secret,
     }),
   );

@@ -5,6 +5,7 @@ import type { QueueSet } from '../shared/queues.js';
 import { enqueueAttempt } from './enqueue.js';
 import { newMissionId } from './mission-id.js';
 import { prepareWorkspace } from './prepare-workspace.js';
+import { runPriorities } from './priority.js';
 
 export interface SubmitContext {
   readonly store: MissionStore;
@@ -19,9 +20,15 @@ export interface SubmitContext {
  */
 export async function submitValidMission(
   ctx: SubmitContext,
-  spec: MissionSpec,
-  id = newMissionId(spec.goal),
+  valid: MissionSpec,
+  id = newMissionId(valid.goal),
 ) {
+  // Once, here: the priorities travel in the (signed) spec, so a release costs no extra read.
+  const priorities = runPriorities(valid.tasks);
+  const spec: MissionSpec = {
+    ...valid,
+    tasks: valid.tasks.map((task) => ({ ...task, priority: priorities.get(task.id) })),
+  };
   const workspace = await prepareWorkspace({ workspace: spec.workspace, base: spec.base, missionId: id });
   const roots = spec.tasks.filter((task) => task.dependsOn.length === 0).map((task) => task.id);
   const now = new Date().toISOString();

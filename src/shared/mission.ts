@@ -97,6 +97,11 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly minScore: number;
   readonly backoffMs: number;
+  /**
+   * BullMQ priority of the task's run jobs (1 first), set at submit from the task graph
+   * (producer/priority.ts); absent in missions submitted before it existed, which run unprioritized.
+   */
+  readonly priority?: number;
 }
 
 /** A validated mission: what submit stores in Redis. */

@@ -13,6 +13,7 @@ import { type HostInfo, publishHost, removeHost } from '../shared/registry.js';
 import { createTelemetry } from '../shared/telemetry.js';
 import { detectClis } from './adapters/detect.js';
 import { loadAdaptersOrThrow } from './adapters/load-adapters.js';
+import { agePriorities } from './age-priorities.js';
 import { finalizeMission } from './finalize-mission.js';
 import { gateAttempt } from './gate-attempt.js';
 import type { HostCli, HostContext } from './host-context.js';
@@ -51,6 +52,9 @@ export interface Host {
 }
 
 const SHUTDOWN = 'host shutting down';
+
+/** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
+const AGE_CHECK_MS = 15_000;
 
 /**
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
@@ -223,6 +227,13 @@ export async function startHost(options: HostOptions): Promise<Host> {
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
   }, sweepMs);
   sweeper.unref();
+  const ager = setInterval(() => {
+    const dispatch = [...workers.keys()].filter((queue) => queue.startsWith('dispatch.'));
+    agePriorities({ redis, queues, hostId }, dispatch, { intervalMs: AGE_CHECK_MS }).catch((error: Error) =>
+      logger.debug({ err: error.message }, 'priority aging failed'),
+    );
+  }, AGE_CHECK_MS);
+  ager.unref();
 
   const subscriber = redis.duplicate();
   subscriber.on('error', () => {});
@@ -255,6 +266,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     closing ??= (async () => {
       clearInterval(heartbeat);
       clearInterval(sweeper);
+      clearInterval(ager);
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
       const grace = options.graceMs ?? 30_000;
       const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
