@@ -7,7 +7,7 @@
  *   node bench/run.js overhead --n 200 --runs 3 --critic both   # the sizes docs/BENCHMARKS.md reports
  *   node bench/run.js schedule --runs 3 --seed 7
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
- *   node bench/run.js recovery --runs 3 --locks 30000,5000
+ *   node bench/run.js recovery --runs 3 --locks default,30000:30000:15000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
@@ -55,7 +55,7 @@ if (values.help) {
   overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
   schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
-  recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
+  recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
   bullmq    --jobs 10000 --runs 3
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);

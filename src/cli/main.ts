@@ -27,7 +27,8 @@ Usage:
   flotilla plan "<goal>" [-o FILE] [--workspace DIR] [--adapters DIR] [--run]
 
 Environment: REDIS_URL, FLOTILLA_PREFIX, FLOTILLA_ADAPTERS, FLOTILLA_AGENTS, FLOTILLA_SECRET,
-FLOTILLA_BOARD_USER, FLOTILLA_BOARD_PASSWORD, FLOTILLA_HOME, FLOTILLA_LOCK_MS, FLOTILLA_OTEL, LOG_LEVEL.
+FLOTILLA_BOARD_USER, FLOTILLA_BOARD_PASSWORD, FLOTILLA_HOME, FLOTILLA_LOCK_MS, FLOTILLA_LOCK_RENEW_MS,
+FLOTILLA_STALLED_INTERVAL_MS, FLOTILLA_OTEL, LOG_LEVEL.
 Exit codes: 0 done, 1 partial/failed/cancelled, 2 invalid input, 3 infrastructure.`;
 
 type Options = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;

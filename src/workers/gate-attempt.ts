@@ -46,6 +46,7 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       cache,
       missionId,
       branch: result.verify.run.branch ?? '',
+      ...(result.verify.run.commit ? { commit: result.verify.run.commit } : {}),
       message: `flotilla: merge ${taskId} (attempt ${attempt})`,
       workRoot: ctx.workRoot,
     });

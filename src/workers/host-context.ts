@@ -3,6 +3,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { MissionRecord, MissionStore } from '../shared/mission-store.js';
 import type { QueueSet } from '../shared/queues.js';
+import type { CliGroups } from './cli-groups.js';
 import type { Semaphore } from './semaphore.js';
 
 /** A CLI this host detected, with what detection said. */
@@ -25,6 +26,8 @@ export interface HostContext {
   readonly slots: Semaphore;
   readonly cliSlots: ReadonlyMap<string, Semaphore>;
   readonly cacheDir: string;
+  /** The process groups of the CLIs (and criteria) running on this host, recorded on disk. */
+  readonly cliGroups: CliGroups;
   readonly workRoot: string;
   /** CLIs this host stopped advertising, with the CLI's own message. */
   readonly disabled: Map<string, string>;

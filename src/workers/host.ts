@@ -14,6 +14,7 @@ import { createTelemetry } from '../shared/telemetry.js';
 import { detectClis } from './adapters/detect.js';
 import { loadAdaptersOrThrow } from './adapters/load-adapters.js';
 import { agePriorities } from './age-priorities.js';
+import { cliGroupsDir, createCliGroups } from './cli-groups.js';
 import { finalizeMission } from './finalize-mission.js';
 import { gateAttempt } from './gate-attempt.js';
 import type { HostCli, HostContext } from './host-context.js';
@@ -48,10 +49,32 @@ export interface Host {
   readonly clis: readonly HostCli[];
   readonly capabilities: readonly string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
-  close(options?: { force?: boolean }): Promise<void>;
+  close(options?: { force?: boolean }): Promise<CloseOutcome>;
+}
+
+export interface CloseOutcome {
+  /** Jobs still running when the grace period ended: their CLIs were killed, BullMQ re-delivers them. */
+  readonly abandoned: readonly string[];
+  /** False when Redis could not be reached at the end: the host left without unregistering. */
+  readonly redisReachable: boolean;
 }
 
 const SHUTDOWN = 'host shutting down';
+
+/** After the grace period, how long BullMQ's close may take before the host leaves without it. */
+const CLOSE_AFTER_GRACE_MS = 3_000;
+
+/** Waits for `work` at most `ms`; never rejects (shutdown goes on whatever one step does). */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
 
 /** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
 const AGE_CHECK_MS = 15_000;
@@ -73,6 +96,15 @@ export async function startHost(options: HostOptions): Promise<Host> {
   if (!config.secret && options.warnUnsigned !== false) {
     logger.warn(
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
+    );
+  }
+  // Before any job: CLIs a previous run of this host id left running when it was killed.
+  const cliGroups = createCliGroups(cliGroupsDir(config.home, hostId));
+  const leftovers = await cliGroups.killLeftovers();
+  if (leftovers.length > 0) {
+    logger.warn(
+      { pgids: leftovers },
+      `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
     );
   }
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
@@ -128,6 +160,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)]),
     ),
     cacheDir: join(config.home, 'repos'),
+    cliGroups,
     workRoot: join(config.home, 'work', hostId),
     disabled,
     coolingUntil,
@@ -142,6 +175,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     connection: redis,
     prefix: config.prefix,
     lockDuration: config.lockMs,
+    lockRenewTime: config.lockRenewMs,
     stalledInterval: config.stalledIntervalMs,
     maxStalledCount: 2,
     ...(telemetry ? { telemetry } : {}),
@@ -256,9 +290,9 @@ export async function startHost(options: HostOptions): Promise<Host> {
     `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,
   );
 
-  let closing: Promise<void> | undefined;
+  let closing: Promise<CloseOutcome> | undefined;
   let forced = false;
-  const close = (closeOptions: { force?: boolean } = {}): Promise<void> => {
+  const close = (closeOptions: { force?: boolean } = {}): Promise<CloseOutcome> => {
     if (closeOptions.force && !forced) {
       forced = true;
       for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
@@ -271,15 +305,30 @@ export async function startHost(options: HostOptions): Promise<Host> {
       const grace = options.graceMs ?? 30_000;
       const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
       const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
+      const abandoned = finished ? [] : [...active.keys()];
       if (!finished) {
         logger.warn('grace period over: stopping running CLIs so their jobs move to another host');
         for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
-        await Promise.all([...workers.values()].map((w) => w.close(true)));
+        // With Redis out of reach BullMQ's close waits for commands that never return; past this
+        // the jobs are left to the stalled check, which another host runs once their locks expire.
+        await settleWithin(
+          Promise.all([...workers.values()].map((w) => w.close(true))),
+          CLOSE_AFTER_GRACE_MS,
+        );
+        // Whatever still runs (a CLI that ignored SIGTERM) is killed before this process goes.
+        await cliGroups.killLeftovers();
       }
-      await removeHost(redis, config.prefix, hostId).catch(() => undefined);
-      await subscriber.quit().catch(() => undefined);
-      await queues.close();
-      await redis.quit().catch(() => undefined);
+      const redisReachable = redis.status === 'ready';
+      if (redisReachable) {
+        await settleWithin(removeHost(redis, config.prefix, hostId), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(subscriber.quit(), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(queues.close(), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(redis.quit(), CLOSE_AFTER_GRACE_MS);
+      }
+      // quit() would wait in ioredis' offline queue for a Redis that is gone: drop the sockets.
+      subscriber.disconnect();
+      redis.disconnect();
+      return { abandoned, redisReachable };
     })();
     return closing;
   };

@@ -115,6 +115,7 @@ export async function reviewAttempt(
       env: adapter.config.env,
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
+      groups: ctx.cliGroups,
     });
     const usage = adapter.config.usage_format
       ? parseUsage(adapter.config.usage_format, outcome.stdout)

@@ -8,6 +8,7 @@ import { readAgentSettings } from './agent-file.js';
 import { chooseCli, giveBack } from './choose-cli.js';
 import { type HostContext, loadMission } from './host-context.js';
 import { assertSigned, MISSION_CANCELLED } from './job-guard.js';
+import { assertLockHeld } from './lock-fence.js';
 import {
   assemblePrompt,
   buildInvocation,
@@ -160,6 +161,7 @@ export async function runAttempt(
       env: adapter.config.env,
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
+      groups: ctx.cliGroups,
     });
     const usage = adapter.config.usage_format
       ? parseUsage(adapter.config.usage_format, outcome.stdout)
@@ -263,6 +265,8 @@ export async function runAttempt(
     const success = collected.outcome === 'done';
     if (success) await archiveDispatchFiles(checkout.dir, [promptPath, resultPath]);
     const branch = attemptBranch(missionId, taskId, attempt);
+    // A host whose job moved elsewhere meanwhile (lost lock) must not publish over the new run.
+    await assertLockHeld(job, token, ctx.config.lockMs);
     const committed = await commitAttempt({
       dir: checkout.dir,
       branch,

@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import type { CliGroups } from './cli-groups.js';
 
 export interface SpawnInput {
   readonly command: string;
@@ -11,6 +12,8 @@ export interface SpawnInput {
   /** Grace between SIGTERM and SIGKILL of the process group. */
   readonly killGraceMs?: number;
   readonly maxOutputBytes?: number;
+  /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
+  readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
 }
 
 export interface SpawnOutcome {
@@ -42,6 +45,8 @@ export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
     maxBuffer: input.maxOutputBytes ?? 16 * 1024 * 1024,
     stripFinalNewline: false,
   });
+  const pgid = child.pid;
+  const recorded = pgid === undefined ? undefined : input.groups?.record(pgid).catch(() => undefined);
   let timedOut = false;
   let cancelled = false;
   const killTree = () => {
@@ -88,6 +93,8 @@ export async function spawnCli(input: SpawnInput): Promise<SpawnOutcome> {
   } finally {
     clearTimeout(timer);
     input.signal?.removeEventListener('abort', onAbort);
+    await recorded;
+    if (pgid !== undefined) await input.groups?.forget(pgid).catch(() => undefined);
   }
 }
 

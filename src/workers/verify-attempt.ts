@@ -76,6 +76,7 @@ export async function verifyAttempt(
         timeoutMs: Math.min(CRITERION_TIMEOUT_MS, task.timeoutMs),
         signal,
         maxOutputBytes: 4 * 1024 * 1024,
+        groups: ctx.cliGroups,
       });
       const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
       criteria.push({

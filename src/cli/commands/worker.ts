@@ -2,8 +2,11 @@ import type { Config } from '../../shared/config.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
-import { startHost } from '../../workers/host.js';
+import { type CloseOutcome, startHost } from '../../workers/host.js';
 import type { Io } from '../io.js';
+
+/** How long a closed worker waits for its event loop to empty by itself before it exits anyway. */
+const EXIT_AFTER_CLOSE_MS = 1_000;
 
 /**
  * A worker host until signalled: the first SIGTERM/SIGINT stops taking jobs and gives running
@@ -33,21 +36,49 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
+    const leave = (code: number) => {
+      resolve(code);
+      // The host is closed; what may still hold the event loop is BullMQ's blocking connections
+      // retrying a Redis that is gone (they close only through Redis). A stopped worker must go.
+      setTimeout(() => process.exit(code), EXIT_AFTER_CLOSE_MS).unref();
+    };
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
         logger.info(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
-        void host.close().then(() => resolve(0));
+        void host.close().then((outcome) => leave(exitFor(outcome, false, io)));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        void host.close({ force: true }).then(() => resolve(0));
+        void host.close({ force: true }).then((outcome) => leave(exitFor(outcome, true, io)));
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    void io;
     void FlotillaError;
   });
+}
+
+/**
+ * 0 for a clean stop, and for a second signal (the operator asked to abandon the running CLIs);
+ * otherwise one line saying what was left behind: 3 when Redis was out of reach, 1 when the
+ * grace period ended with jobs still running. Abandoned jobs run again on another host once
+ * BullMQ's stalled check sees their locks expire.
+ */
+function exitFor(outcome: CloseOutcome, forced: boolean, io: Io): number {
+  const jobs = outcome.abandoned.length;
+  const left =
+    jobs > 0
+      ? `abandoned ${jobs} running job(s) to BullMQ's stalled-job recovery (${outcome.abandoned.join(', ')})`
+      : 'no job was running';
+  if (!outcome.redisReachable) {
+    io.err(`flotilla worker: stopped with Redis unreachable; ${left}; this host was not unregistered`);
+    return 3;
+  }
+  if (jobs > 0 && !forced) {
+    io.err(`flotilla worker: grace period over; ${left}`);
+    return 1;
+  }
+  return 0;
 }

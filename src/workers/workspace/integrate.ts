@@ -23,6 +23,11 @@ export interface IntegrateAttemptOptions {
   readonly cache: RepoCache;
   readonly missionId: string;
   readonly branch: string;
+  /**
+   * The commit the attempt's completed run job returned. The branch must still point at it: anything
+   * else pushed there (a CLI orphaned by a crashed host, a host that lost its job's lock) is refused.
+   */
+  readonly commit?: string;
   readonly message: string;
   readonly workRoot: string;
   /** Merges tried before giving up when other hosts keep integrating first. Default 8. */
@@ -111,6 +116,13 @@ async function integrateOnce(options: IntegrateAttemptOptions): Promise<Integrat
     const base = await integrationCommit(cache, missionId);
     const attemptCommit = await cache.remoteCommit(branch);
     if (!attemptCommit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
+    if (options.commit && attemptCommit !== options.commit) {
+      return {
+        ok: false,
+        conflict: `the attempt branch ${branch} moved after its run: it holds ${attemptCommit.slice(0, 12)}, the run committed ${options.commit.slice(0, 12)}; work pushed by anything but the run is never merged`,
+        files: [],
+      };
+    }
     if (await isAncestor(cache.dir, attemptCommit, base)) {
       return { ok: true, commit: base, alreadyIntegrated: true };
     }
