@@ -2,7 +2,7 @@ import type { Logger } from '../shared/logger.js';
 import type { MissionSpec } from '../shared/mission.js';
 import type { MissionStore } from '../shared/mission-store.js';
 import type { QueueSet } from '../shared/queues.js';
-import { enqueueAttempt } from './enqueue.js';
+import { enqueueAttempts } from './enqueue.js';
 import { newMissionId } from './mission-id.js';
 import { prepareWorkspace } from './prepare-workspace.js';
 import { runPriorities } from './priority.js';
@@ -48,9 +48,12 @@ export async function submitValidMission(
     stage: 'mission',
     message: `submitted: ${spec.tasks.length} tasks, workspace ${workspace.repo} at ${workspace.baseCommit.slice(0, 12)}, integration branch ${workspace.branch}`,
   });
-  for (const task of spec.tasks) {
-    if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
-  }
+  const rootTasks = spec.tasks.filter((task) => task.dependsOn.length === 0);
+  await enqueueAttempts(
+    ctx,
+    id,
+    rootTasks.map((task) => ({ task, attempt: 1 })),
+  );
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
   return { id, branch: workspace.branch, repo: workspace.repo };
 }

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { enqueueAttempt } from '../producer/enqueue.js';
+import { enqueueAttempt, enqueueAttempts } from '../producer/enqueue.js';
 import {
   type CriticResult,
   finalizeJobId,
@@ -99,6 +99,23 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     patch.error = 'mission cancelled';
   }
   const outcome = await ctx.store.settle(missionId, taskId, attempt, action, patch as never, now);
+  // Effects are idempotent, so they run on replays too (a host may have died right after the
+  // script). What lets work start comes first — the released tasks' flows, the next attempt —
+  // and what only records (log, audit, events) after, so a release waits for nothing.
+  const released = outcome.released.flatMap((id) => spec.tasks.filter((t) => t.id === id));
+  const routed = await enqueueAttempts(
+    ctx,
+    missionId,
+    released.map((t) => ({ task: t, attempt: 1 })),
+    { unlessCancelled: true },
+  );
+  if (
+    decision.action === 'retry' &&
+    (outcome.applied || outcome.attempts === attempt + 1) &&
+    outcome.taskStatus === 'retrying'
+  ) {
+    await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
+  }
   if (outcome.applied) {
     log.info({ action, released: outcome.released, skipped: outcome.skipped }, `gate: ${describe(decision)}`);
     await ctx.store.audit(missionId, {
@@ -128,27 +145,16 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
       });
     }
   }
-  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
-  if (
-    decision.action === 'retry' &&
-    (outcome.applied || outcome.attempts === attempt + 1) &&
-    outcome.taskStatus === 'retrying'
-  ) {
-    await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
-  }
-  for (const releasedId of outcome.released) {
-    const released = spec.tasks.find((t) => t.id === releasedId);
-    if (released && !(await ctx.store.isCancelled(missionId))) {
-      await enqueueAttempt(ctx, { missionId, task: released, attempt: 1 });
-      await ctx.store.emit({
-        missionId,
-        taskId: releasedId,
-        attempt: 1,
-        type: 'task',
-        status: 'queued',
-        message: `released: all dependencies approved`,
-      });
-    }
+  // Nothing was added to a mission cancelled meanwhile.
+  for (const releasedTask of routed.length > 0 ? released : []) {
+    await ctx.store.emit({
+      missionId,
+      taskId: releasedTask.id,
+      attempt: 1,
+      type: 'task',
+      status: 'queued',
+      message: `released: all dependencies approved`,
+    });
   }
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
   return { action };
