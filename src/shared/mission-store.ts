@@ -181,6 +181,13 @@ export class MissionStore {
     return raw ? fromStored(raw) : null;
   }
 
+  /** Several tasks' states in one round trip, in the order asked; null for an unknown id. */
+  async getTaskStates(id: string, taskIds: readonly string[]): Promise<(TaskState | null)[]> {
+    if (taskIds.length === 0) return [];
+    const raw = await this.redis.hmget(missionKeys(this.prefix, id).tasks, ...taskIds);
+    return raw.map((json) => (json ? fromStored(json) : null));
+  }
+
   async isCancelled(id: string): Promise<boolean> {
     return (await this.redis.hget(missionKeys(this.prefix, id).meta, 'cancelled')) === '1';
   }

@@ -61,6 +61,14 @@ export interface CloseOutcome {
 
 const SHUTDOWN = 'host shutting down';
 
+/**
+ * How long (s) an idle worker blocks waiting for a job before it asks again. A job added to the
+ * queue wakes it at once (BullMQ's marker), so this sets only the idle cost: a host serves a
+ * dozen queues, and BullMQ's default of 5 s made their polling a large share of a host's Redis
+ * traffic. 10 s is the longest block BullMQ itself allows when delayed jobs are waiting.
+ */
+const IDLE_BLOCK_S = 10;
+
 /** After the grace period, how long BullMQ's close may take before the host leaves without it. */
 const CLOSE_AFTER_GRACE_MS = 3_000;
 
@@ -176,6 +184,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     prefix: config.prefix,
     lockDuration: config.lockMs,
     lockRenewTime: config.lockRenewMs,
+    drainDelay: IDLE_BLOCK_S,
     stalledInterval: config.stalledIntervalMs,
     maxStalledCount: 2,
     ...(telemetry ? { telemetry } : {}),

@@ -91,9 +91,9 @@ export async function runAttempt(
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
     const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
     checkoutDir = checkout.dir;
-    const state = await ctx.store.getTask(missionId, taskId);
-    // Only the dependencies' handoffs are read: reading every task's state made each run O(tasks).
-    const depStates = await Promise.all(task.dependsOn.map((dep) => ctx.store.getTask(missionId, dep)));
+    // The task's own state and only its dependencies' handoffs, in one round trip: reading every
+    // task's state made each run O(tasks).
+    const [state, ...depStates] = await ctx.store.getTaskStates(missionId, [taskId, ...task.dependsOn]);
     const states = Object.fromEntries(task.dependsOn.map((dep, i) => [dep, depStates[i]]));
     const dtid = dispatchTaskId(taskId, attempt);
     const resultPath = adapter.config.result_path.replaceAll('{task-id}', dtid);
