@@ -2,7 +2,7 @@ import { type DagTask, dependentsOf, topologicalOrder } from './dag.js';
 
 /**
  * Run-job priorities from the task graph, so ready tasks start longest-chain-first instead of in
- * the order the gates released them (docs/DISPATCH.md, "Order among ready tasks").
+ * the order the gates released them (docs/ARCHITECTURE.md, "Order among ready tasks").
  *
  * BullMQ serves a queue's prioritized jobs by priority, lowest number first, FIFO within a
  * number; 0 means "no priority" and is served before every prioritized job, so every run job

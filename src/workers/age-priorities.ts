@@ -17,8 +17,9 @@ export interface AgeContext {
 /**
  * Lifts run jobs that waited `ageMs` at a lower priority level to the top level, at the back of
  * it, so a side task cannot be overtaken for ever by other missions' critical paths (fairness on a
- * shared queue, producer/priority.ts). One host per queue per pass (a lock key); the oldest jobs of
- * each level are found by score range (FIFO within a level), their add times read in one round
+ * shared queue, producer/priority.ts). One round trip counts the jobs below the top level in every
+ * queue; only a queue that has some is looked at further, by one host per pass (a lock key): the
+ * oldest jobs of each level by score range (FIFO within a level), their add times in one round
  * trip, and only the aged ones are touched. Returns the ids lifted.
  */
 export async function agePriorities(
@@ -29,7 +30,15 @@ export async function agePriorities(
   const now = options.now ?? Date.now();
   const ageMs = options.ageMs ?? PRIORITY_AGE_MS;
   const lifted: string[] = [];
+  if (queueNames.length === 0) return lifted;
+  // Most passes find nothing below the top level: one round trip for all queues says so.
+  const counts = ctx.redis.pipeline();
   for (const name of queueNames) {
+    counts.zcount(ctx.queues.get(name).toKey('prioritized'), (TOP_PRIORITY + 1) * PRIORITY_SCALE, '+inf');
+  }
+  const below = ((await counts.exec()) ?? []).map(([, value]) => Number(value));
+  for (const [index, name] of queueNames.entries()) {
+    if (!below[index]) continue;
     const queue = ctx.queues.get(name);
     const lock = await ctx.redis.set(
       queue.toKey('age-lock'),
