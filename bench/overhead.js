@@ -22,21 +22,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { prepareWorkspace } from '../dist/producer/prepare-workspace.js';
+import { spawnCli } from '../dist/agent/spawn.js';
 import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js';
-import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/shared/store-scripts.js';
-import { spawnCli } from '../dist/workers/spawn-cli.js';
+import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
 import {
   checkoutAttempt,
   checkoutForVerify,
-  commitAttempt,
   diffAgainstIntegration,
-  enforceWriteScope,
-  integrateAttempt,
-  openRepoCache,
-  removeWorktree,
-  snapshotChanges,
-} from '../dist/workers/workspace/index.js';
+} from '../dist/workspace/attempt-checkout.js';
+import { commitAttempt } from '../dist/workspace/commit.js';
+import { integrateAttempt } from '../dist/workspace/integrate.js';
+import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
+import { openRepoCache } from '../dist/workspace/repo-cache.js';
+import { snapshotChanges } from '../dist/workspace/snapshot-changes.js';
+import { removeWorktree } from '../dist/workspace/worktree.js';
+import { enforceWriteScope } from '../dist/workspace/write-scope.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
 import { commandCalls, diffCalls, redisCpuSeconds, startRedis } from './lib/redis.js';

@@ -12,7 +12,7 @@
  * start time minus the sleep) and the release delay (start minus the moment its last dependency
  * was approved, or the submit for a root): overhead is per-task cost, release delay is scheduling.
  */
-import { criticalPathMs } from '../dist/producer/dag.js';
+import { criticalPathMs } from '../dist/shared/dag.js';
 import { missionYaml, startFlotilla } from './lib/flotilla.js';
 import { startRedis } from './lib/redis.js';
 import {

@@ -3,7 +3,10 @@
  * answer missions, run a worker host in-process, and read the contracts, exported by name.
  */
 
+export { detectClis } from './agent/adapters/detect.js';
+export { loadAdapters } from './agent/adapters/load-adapters.js';
 export { createBoardServer } from './board/server.js';
+export { type Host, type HostOptions, startHost } from './host/host.js';
 export {
   type ClientOptions,
   cancelMission,
@@ -11,8 +14,8 @@ export {
   getMissionStatus,
   submitMission,
   waitForMission,
-} from './producer/client.js';
-export { loadMission, loadMissionOrThrow } from './producer/load-mission.js';
+} from './mission/client.js';
+export { loadMission, loadMissionOrThrow } from './mission/load.js';
 export { type Config, loadConfig } from './shared/config.js';
 export type {
   AuditEntry,
@@ -23,7 +26,4 @@ export type {
 } from './shared/contracts.js';
 export { type ErrorCode, FlotillaError, formatProblem, type Problem } from './shared/errors.js';
 export type { MissionSpec, TaskSpec } from './shared/mission.js';
-export { formatSummary } from './shared/summary.js';
-export { detectClis } from './workers/adapters/detect.js';
-export { loadAdapters } from './workers/adapters/load-adapters.js';
-export { type Host, type HostOptions, startHost } from './workers/host.js';
+export { formatSummary } from './stages/finalize/summary.js';

@@ -5,10 +5,10 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FlotillaClient } from '../../dist/producer/client.js';
+import { startHost } from '../../dist/host/host.js';
+import { FlotillaClient } from '../../dist/mission/client.js';
 import { loadConfig } from '../../dist/shared/config.js';
 import { silentLogger } from '../../dist/shared/logger.js';
-import { startHost } from '../../dist/workers/host.js';
 import { putSimOnPath, SIM_ADAPTERS, uniquePrefix } from './util.js';
 
 /** A config for one benchmark: its own prefix and home, the sim adapters, silent logs. */

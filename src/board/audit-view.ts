@@ -1,10 +1,9 @@
+import type { AuditCriterion, AuditEvent, GateAction } from '../shared/audit.js';
 import { type AuditEntry, attemptJobId, dispatchQueue, type JOBS, QUEUES } from '../shared/contracts.js';
-import { parseVerdict } from '../workers/verdict.js';
 
 /**
- * What the board shows of an attempt, read from the audit trail. The workers write the audit as
- * sentences for people (plus `criteria.txt`); these parsers read those sentences back, and fall
- * back to showing the sentence itself when one does not match.
+ * What the board shows of an attempt, read from the typed events of the audit trail (entries
+ * written before events were typed show their sentence only).
  */
 export interface CriterionView {
   readonly command: string;
@@ -22,8 +21,6 @@ export interface CriticView {
   readonly message: string;
 }
 
-export type GateAction = 'approve' | 'retry' | 'fail' | 'pause' | 'cancel';
-
 export interface AttemptView {
   readonly attempt: number;
   /** The queue the run job went to, from the route entry. */
@@ -39,89 +36,23 @@ export interface AttemptView {
   readonly timeline: readonly AuditEntry[];
 }
 
-export function gateActionOf(message: string): GateAction | null {
-  if (message.startsWith('approved')) return 'approve';
-  if (message.startsWith('retry')) return 'retry';
-  if (message.startsWith('failed')) return 'fail';
-  if (message.startsWith('paused')) return 'pause';
-  if (message.startsWith('cancelled')) return 'cancel';
-  return null;
+type EventOf<K extends AuditEvent['kind']> = Extract<AuditEvent, { kind: K }>;
+
+function eventOf<K extends AuditEvent['kind']>(
+  entry: AuditEntry | undefined,
+  kind: K,
+): EventOf<K> | undefined {
+  return entry?.event?.kind === kind ? (entry.event as EventOf<K>) : undefined;
 }
 
-/** `… exited 0 after 12s; …` → 12. */
-export function runDurationSec(message: string): number | undefined {
-  const match = /\bafter (\d+(?:\.\d+)?)s\b/.exec(message);
-  return match ? Number(match[1]) : undefined;
-}
-
-/** `attempt 2 → dispatch.testing: reason` → `dispatch.testing`. */
-export function routedQueue(message: string): string | undefined {
-  return /→ (\S+?):/.exec(message)?.[1];
-}
-
-/**
- * `critic Codex CLI: score 8/10, approve — issue one; issue two`. The sentence joins issues with
- * `; `, which an issue may contain too, so when the reviewer's own result (`review.md`) holds the
- * same score, its issue list is the one shown.
- */
-export function parseCritic(message: string, cli?: string, review?: string): CriticView {
-  const match = /score (\d+(?:\.\d+)?)\/10, (approve|reject)(?: — ([\s\S]*))?$/.exec(message);
-  if (!match) return { score: null, verdict: null, issues: [], cli, message };
-  const score = Number(match[1]);
-  const fromReview = review ? parseVerdict(review) : null;
-  const issues =
-    fromReview && fromReview.score === score
-      ? [...fromReview.issues]
-      : (match[3] ?? '')
-          .split('; ')
-          .map((s) => s.trim())
-          .filter(Boolean);
-  return { score, verdict: match[2] === 'approve' ? 'approve' : 'reject', issues, cli, message };
-}
-
-/**
- * `criteria.txt` as verify writes it: per command `$ <command>`, `# exit <code>[ (timed out)]`,
- * then the output tail. A `$ ` line counts as a header only when an `# exit` line follows it,
- * so output that happens to start with `$ ` stays output.
- */
-export function parseCriteria(text: string): CriterionView[] {
-  const lines = text.split('\n');
-  const out: { command: string; exit: string; timedOut: boolean; tail: string[] }[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] ?? '';
-    const exit = /^# exit (\S+)( \(timed out\))?$/.exec(lines[i + 1] ?? '');
-    if (line.startsWith('$ ') && exit) {
-      out.push({
-        command: line.slice(2),
-        exit: exit[1] ?? 'none',
-        timedOut: exit[2] !== undefined,
-        tail: [],
-      });
-      i++;
-    } else {
-      out.at(-1)?.tail.push(line);
-    }
-  }
-  return out.map((c) => ({
-    command: c.command,
-    exit: c.exit,
-    timedOut: c.timedOut,
-    passed: c.exit === '0' && !c.timedOut,
-    tail: c.tail.join('\n').trim(),
-  }));
-}
-
-/** Without `criteria.txt`, the verify sentence still says ✓ or ✗ per command. */
-function criteriaFromMessage(message: string): CriterionView[] {
-  const list = message.replace(/^exit criteria (passed|failed): /, '');
-  if (list === message) return [];
-  return list.split(/; (?=[✓✗] )/).map((item) => ({
-    command: item.slice(2),
-    exit: item.startsWith('✓') ? '0' : '?',
-    timedOut: false,
-    passed: item.startsWith('✓'),
-    tail: '',
-  }));
+export function criterionView(criterion: AuditCriterion): CriterionView {
+  return {
+    command: criterion.command,
+    exit: criterion.exitCode === null ? 'none' : String(criterion.exitCode),
+    timedOut: criterion.timedOut,
+    passed: criterion.exitCode === 0 && !criterion.timedOut,
+    tail: criterion.tail.trim(),
+  };
 }
 
 export function attemptsByTask(audit: readonly AuditEntry[]): Map<string, AttemptView[]> {
@@ -145,30 +76,37 @@ export function attemptsByTask(audit: readonly AuditEntry[]): Map<string, Attemp
 }
 
 function attemptView(attempt: number, entries: readonly AuditEntry[]): AttemptView {
-  const last = (stage: AuditEntry['stage']) => entries.filter((e) => e.stage === stage).at(-1);
-  const route = last('route');
-  // A rate-limited run writes a run entry without a duration before the real one.
-  const runs = entries.filter((e) => e.stage === 'run');
-  const run = runs.filter((e) => runDurationSec(e.message) !== undefined).at(-1) ?? runs.at(-1);
-  const verify = last('verify');
-  const critic = last('critic');
-  const gate = last('gate');
-  const criteriaText = verify?.files?.['criteria.txt'];
-  const criteria = verify
-    ? criteriaText
-      ? parseCriteria(criteriaText)
-      : criteriaFromMessage(verify.message)
-    : [];
+  const last = <K extends AuditEvent['kind']>(kind: K) =>
+    entries.filter((e) => e.event?.kind === kind).at(-1);
+  const route = eventOf(last('route'), 'route');
+  // A rate-limited run writes its own kind of entry, so the last `run` event is the CLI's real run.
+  const runEntry = last('run');
+  const run = eventOf(runEntry, 'run');
+  const verifyEntry = last('verify');
+  const verify = eventOf(verifyEntry, 'verify');
+  const criticEntry = last('critic');
+  const critic = eventOf(criticEntry, 'critic');
+  const gateEntry = last('gate');
+  const gate = eventOf(gateEntry, 'gate');
   return {
     attempt,
-    queue: route ? routedQueue(route.message) : undefined,
-    host: run?.host,
-    cli: run?.cli,
-    durationSec: run ? runDurationSec(run.message) : undefined,
-    criteria,
-    verifyMessage: verify?.message,
-    critic: critic ? parseCritic(critic.message, critic.cli, critic.files?.['review.md']) : undefined,
-    gate: gate ? { action: gateActionOf(gate.message), message: gate.message } : undefined,
+    queue: route?.queue,
+    host: runEntry?.host,
+    cli: runEntry?.cli,
+    durationSec: run ? Math.round(run.durationMs / 1000) : undefined,
+    criteria: verify ? verify.criteria.map(criterionView) : [],
+    verifyMessage: verifyEntry?.message,
+    critic:
+      critic && criticEntry
+        ? {
+            score: critic.score,
+            verdict: critic.verdict,
+            issues: critic.issues,
+            cli: critic.cli,
+            message: criticEntry.message,
+          }
+        : undefined,
+    gate: gate && gateEntry ? { action: gate.action, message: gateEntry.message } : undefined,
     timeline: entries,
   };
 }

@@ -1,6 +1,6 @@
-import type { MissionStore } from '../shared/mission-store.js';
 import type { RedisClient } from '../shared/redis.js';
-import { listHosts } from '../shared/registry.js';
+import type { MissionStore } from '../store/mission-store.js';
+import { listHosts } from '../store/registry.js';
 import type { BoardQueues } from './board-queues.js';
 import { formatPrometheus } from './metrics-format.js';
 import { type AuditStats, auditStats, buildMetricFamilies } from './metrics-model.js';

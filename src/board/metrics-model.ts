@@ -1,6 +1,6 @@
+import { GATE_ACTIONS, type GateAction } from '../shared/audit.js';
 import { type AuditEntry, MISSION_STATUSES, TASK_STATUSES } from '../shared/contracts.js';
-import type { HostInfo } from '../shared/registry.js';
-import { type GateAction, gateActionOf, runDurationSec } from './audit-view.js';
+import type { HostInfo } from '../store/registry.js';
 import { histogramSamples, type MetricFamily, type MetricSample } from './metrics-format.js';
 import type { MissionRow } from './read-missions.js';
 
@@ -10,22 +10,15 @@ export interface AuditStats {
   readonly runs: readonly { readonly cli: string; readonly seconds: number }[];
 }
 
-export const GATE_ACTIONS: readonly GateAction[] = ['approve', 'retry', 'fail', 'pause', 'cancel'];
-
 /** Seconds; agent runs take from seconds to the better part of an hour. */
 export const DURATION_BUCKETS = [10, 30, 60, 120, 300, 600, 1200, 1800, 3600] as const;
 
 export function auditStats(audit: readonly AuditEntry[]): AuditStats {
   const gate: Record<GateAction, number> = { approve: 0, retry: 0, fail: 0, pause: 0, cancel: 0 };
   const runs: { cli: string; seconds: number }[] = [];
-  for (const entry of audit) {
-    if (entry.stage === 'gate') {
-      const action = gateActionOf(entry.message);
-      if (action) gate[action]++;
-    } else if (entry.stage === 'run') {
-      const seconds = runDurationSec(entry.message);
-      if (seconds !== undefined) runs.push({ cli: entry.cli ?? 'unknown', seconds });
-    }
+  for (const { event } of audit) {
+    if (event?.kind === 'gate') gate[event.action]++;
+    else if (event?.kind === 'run') runs.push({ cli: event.cli, seconds: event.durationMs / 1000 });
   }
   return { gate, runs };
 }

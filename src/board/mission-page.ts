@@ -1,10 +1,10 @@
 import type { AuditEntry, MissionStatusJson } from '../shared/contracts.js';
+import { TASK_STATUSES } from '../shared/contracts.js';
 import type { MissionSpec, TaskSpec } from '../shared/mission.js';
 import { type AttemptView, attemptJobLinks, attemptsByTask } from './audit-view.js';
 import { renderGraphSvg } from './graph-svg.js';
 import { html, type SafeHtml } from './html.js';
 import { formatCost, formatTime, statusBadge } from './page.js';
-import { LEGEND_STATUSES } from './status-style.js';
 
 export interface MissionPageInput {
   readonly status: MissionStatusJson;
@@ -156,7 +156,7 @@ export function renderMissionPage(input: MissionPageInput): SafeHtml {
 </div>
 ${input.summary ? html`<h2>Summary</h2><pre class="summary">${input.summary}</pre>` : ''}
 <h2>Task graph</h2>
-<div class="legend">${LEGEND_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}</div>
+<div class="legend">${TASK_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}</div>
 <div class="graph-box">${graph}</div>
 <h2>Tasks</h2>
 ${renderTaskTable(status.tasks)}

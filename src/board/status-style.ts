@@ -33,18 +33,3 @@ const STYLES: Readonly<Record<string, StatusStyle>> = {
 export function statusStyle(status: string): StatusStyle {
   return STYLES[status] ?? GREY;
 }
-
-/** The statuses the legend lists, in the order a task moves through them. */
-export const LEGEND_STATUSES = [
-  'pending',
-  'queued',
-  'running',
-  'verifying',
-  'reviewing',
-  'retrying',
-  'needs_input',
-  'completed',
-  'failed',
-  'skipped',
-  'cancelled',
-] as const;

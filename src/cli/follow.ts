@@ -1,4 +1,4 @@
-import type { FlotillaClient } from '../producer/client.js';
+import type { FlotillaClient } from '../mission/client.js';
 import type { MissionStatusJson } from '../shared/contracts.js';
 import type { Io } from './io.js';
 import { formatEventLine, LiveTable, renderTable } from './progress.js';

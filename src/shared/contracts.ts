@@ -1,3 +1,4 @@
+import type { AuditEvent, AuditStage } from './audit.js';
 /**
  * The one contract module for queues: names, job names, per-queue data and result types, and the
  * states a mission and its tasks move through. Producer, workers, CLI and board import this file.
@@ -76,10 +77,6 @@ export const TASK_STATUSES = [
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'skipped', 'cancelled'];
-
-export function isTerminal(status: TaskStatus): boolean {
-  return TERMINAL_TASK_STATUSES.includes(status);
-}
 
 /** Every job of an attempt carries the same small reference; the rest lives in mission state. */
 export interface AttemptRef {
@@ -224,9 +221,12 @@ export interface AuditEntry {
   at: string;
   taskId: string;
   attempt: number;
-  stage: 'route' | 'run' | 'verify' | 'critic' | 'gate' | 'answer' | 'cancel' | 'mission';
+  stage: AuditStage;
   host?: string;
   cli?: string;
+  /** What happened, as data (absent only in entries written before events were typed). */
+  event?: AuditEvent;
+  /** The event rendered as a sentence when the entry was written. */
   message: string;
   /** Large texts (prompt, result, criteria output); `report` writes them to files. */
   files?: Record<string, string>;

@@ -4,7 +4,7 @@ import { parseDuration } from './duration.js';
 
 /**
  * The mission file's shape. Unknown fields are errors (a typo must not silently drop a setting);
- * cross-task rules (unique ids, dependencies, cycles) live in producer/mission-rules.ts.
+ * cross-task rules (unique ids, dependencies, cycles) live in mission/rules.ts.
  */
 export const TASK_ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 
@@ -99,7 +99,7 @@ export interface TaskSpec {
   readonly backoffMs: number;
   /**
    * BullMQ priority of the task's run jobs (1 first), set at submit from the task graph
-   * (producer/priority.ts); absent in missions submitted before it existed, which run unprioritized.
+   * (queue/priority.ts); absent in missions submitted before it existed, which run unprioritized.
    */
   readonly priority?: number;
 }

@@ -1,14 +1,16 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
-import { FlotillaClient } from '../../src/producer/client.js';
+import { delimiter, dirname, join } from 'node:path';
+import { type Host, startHost } from '../../src/host/host.js';
+import { FlotillaClient } from '../../src/mission/client.js';
 import { type Config, loadConfig } from '../../src/shared/config.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
 import { silentLogger } from '../../src/shared/logger.js';
-import { type Host, startHost } from '../../src/workers/host.js';
 import { type RedisHandle, startRedis, uniquePrefix } from './redis-server.js';
 
-export const ROOT = resolve(import.meta.dirname, '..', '..');
+export { ROOT } from './paths.js';
+
+import { ROOT } from './paths.js';
 export const SIM_ADAPTERS = join(ROOT, 'examples', 'adapters');
 export const SIM_BIN = join(ROOT, 'examples', 'bin');
 

@@ -1,16 +1,15 @@
+import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
 import { CAPABILITIES } from '../../shared/capabilities.js';
 import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import { type LoadedAdapters, loadAdapters } from '../../workers/adapters/load-adapters.js';
+import type { Io } from '../io.js';
 
 export interface AdaptersCheckArgs {
   readonly dir: string;
   readonly json: boolean;
 }
 
-export interface CommandIo {
-  readonly out: (line: string) => void;
-  readonly err: (line: string) => void;
-}
+/** What the diagnostics commands write to; tests pass their own. */
+export type CommandIo = Pick<Io, 'out' | 'err'>;
 
 /**
  * `flotilla adapters check [DIR]`: what each adapter file gives the dispatcher, which files are

@@ -1,6 +1,7 @@
+import { type DetectedCli, detectClis } from '../../agent/adapters/detect.js';
+import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
 import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import { type DetectedCli, detectClis } from '../../workers/adapters/detect.js';
-import { type LoadedAdapters, loadAdapters } from '../../workers/adapters/load-adapters.js';
+import type { Io } from '../io.js';
 
 export interface DetectArgs {
   readonly dir: string;
@@ -8,10 +9,8 @@ export interface DetectArgs {
   readonly refresh: boolean;
 }
 
-export interface CommandIo {
-  readonly out: (line: string) => void;
-  readonly err: (line: string) => void;
-}
+/** What the diagnostics commands write to; tests pass their own. */
+export type CommandIo = Pick<Io, 'out' | 'err'>;
 
 /**
  * `flotilla detect [--json] [--refresh]`: runs every adapter's detection command on this machine

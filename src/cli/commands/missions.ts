@@ -1,10 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { FlotillaClient } from '../../producer/client.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { FlotillaClient } from '../../mission/client.js';
+import { loadMission } from '../../mission/load.js';
 import type { Config } from '../../shared/config.js';
 import { formatProblem } from '../../shared/errors.js';
-import { listHosts } from '../../shared/registry.js';
+import { listHosts } from '../../store/registry.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import type { Io } from '../io.js';
 import { formatEventLine, LiveTable, renderTable } from '../progress.js';

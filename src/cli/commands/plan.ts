@@ -1,27 +1,26 @@
 import { constants } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { criticalPathMs } from '../../producer/dag.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { detectClis } from '../../agent/adapters/detect.js';
+import { loadAdapters } from '../../agent/adapters/load-adapters.js';
+import { resolveModel } from '../../agent/invocation.js';
+import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { tail } from '../../agent/spawn.js';
+import { loadMission } from '../../mission/load.js';
 import {
   buildPlanPrompt,
   checkPlanRules,
   extractMissionYaml,
   type PlanPromptInput,
   setWorkspace,
-} from '../../producer/plan-prompt.js';
+} from '../../mission/plan-prompt.js';
+import { matchCli } from '../../queue/match.js';
 import type { Adapter } from '../../shared/adapter.js';
 import type { Config } from '../../shared/config.js';
+import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, isFlotillaError, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
-import { detectClis } from '../../workers/adapters/detect.js';
-import { loadAdapters } from '../../workers/adapters/load-adapters.js';
-import { matchCli } from '../../workers/match.js';
-import { buildInvocation, resolveModel } from '../../workers/prompt.js';
-import { classifyReply } from '../../workers/reply-patterns.js';
-import { spawnCli, tail } from '../../workers/spawn-cli.js';
-import { parseUsage } from '../../workers/usage.js';
 import type { Io } from '../io.js';
 
 /**
@@ -171,26 +170,18 @@ async function askPlanner(
   input: RoundsInput,
   prompt: string,
 ): Promise<{ text: string } | { exitCode: number }> {
-  const { adapter, files, io } = input;
-  await mkdir(path.dirname(files.promptFile), { recursive: true });
-  await mkdir(path.dirname(files.resultFile), { recursive: true });
-  await writeFile(files.promptFile, prompt);
-  // A result left by the previous round must not pass for this round's answer.
-  await rm(files.resultFile, { force: true });
-  const invocation = buildInvocation(adapter, {
-    promptPath: files.promptPath,
-    promptText: prompt,
-    model: input.model,
-  });
-  const outcome = await spawnCli({
-    command: invocation.command,
-    args: invocation.args,
-    stdin: invocation.stdin,
+  const { adapter, files } = input;
+  const run = await invokeAgent({
+    adapter,
     cwd: input.cwd,
-    env: adapter.config.env,
+    paths: files,
+    prompt,
+    ...(input.model ? { model: input.model } : {}),
     timeoutMs: adapter.config.timeout_ms,
     signal: input.signal,
   });
+  const { outcome } = run;
+  const io = input.io;
   const name = adapter.displayName;
   if (outcome.cancelled) {
     io.err(`flotilla plan: interrupted; ${name} was stopped`);
@@ -202,16 +193,13 @@ async function askPlanner(
     );
     return { exitCode: 1 };
   }
-  const resultText = await readFile(files.resultFile, 'utf8').catch(() => null);
-  if (outcome.exitCode !== 0 && resultText === null) {
+  if (outcome.exitCode !== 0 && run.resultFileText === null) {
     const reply = `${outcome.stdout}\n${outcome.stderr}`;
-    const classified = classifyReply(adapter, reply, outcome.spawnError);
-    const detail = classified?.message ?? (tail(reply.trim(), 1_000) || 'no output');
+    const detail = run.replyClass?.message ?? (tail(reply.trim(), 1_000) || 'no output');
     io.err(`flotilla plan: ${name} failed (exit code ${outcome.exitCode ?? 'none'}): ${detail}`);
     return { exitCode: 1 };
   }
-  const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
-  return { text: resultText ?? usage?.resultText ?? outcome.stdout };
+  return { text: run.resultFileText ?? run.answer };
 }
 
 /** Validation of one answer: the mission, or every problem with the draft's file and line. */
@@ -309,8 +297,7 @@ interface DispatchFiles {
 }
 
 function dispatchFiles(cwd: string, adapter: Adapter): DispatchFiles {
-  const promptPath = path.join('.planning', 'dispatch', `${PLAN_TASK_ID}-PROMPT.md`);
-  const resultPath = adapter.config.result_path.replaceAll('{task-id}', PLAN_TASK_ID);
+  const { promptPath, resultPath } = dispatchPaths(adapter, PLAN_TASK_ID);
   return {
     promptPath,
     resultPath,
@@ -354,7 +341,7 @@ async function exists(file: string): Promise<boolean> {
 function describeMission(mission: MissionSpec): string {
   const ids = mission.tasks.map((task) => task.id).join(', ');
   const roots = mission.tasks.filter((task) => task.dependsOn.length === 0).length;
-  const chain = criticalPathMs(mission.tasks, () => 1);
+  const chain = longestPath(mission.tasks, () => 1);
   return `${plural(mission.tasks.length, 'task')} (${ids}), ${plural(roots, 'root')}, longest chain ${chain}`;
 }
 

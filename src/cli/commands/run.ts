@@ -1,9 +1,9 @@
-import { FlotillaClient } from '../../producer/client.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { type Host, startHost } from '../../host/host.js';
+import { FlotillaClient } from '../../mission/client.js';
+import { loadMission } from '../../mission/load.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError, formatProblem } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import { type Host, startHost } from '../../workers/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import type { Io } from '../io.js';
 import { type PrivateRedis, startPrivateRedis } from '../private-redis.js';

@@ -1,17 +1,16 @@
-import { criticalPathMs } from '../../producer/dag.js';
-import { loadMission } from '../../producer/load-mission.js';
+import { loadMission } from '../../mission/load.js';
+import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
+import type { Io } from '../io.js';
 
 export interface ValidateArgs {
   readonly file: string;
   readonly json: boolean;
 }
 
-export interface CommandIo {
-  readonly out: (line: string) => void;
-  readonly err: (line: string) => void;
-}
+/** What the diagnostics commands write to; tests pass their own. */
+export type CommandIo = Pick<Io, 'out' | 'err'>;
 
 /**
  * `flotilla validate <mission.yaml>`: 0 and a one-line summary when the mission is valid, 2 and
@@ -50,7 +49,7 @@ function describeShape(mission: MissionSpec): { tasks: number; roots: number; lo
   return {
     tasks: mission.tasks.length,
     roots: mission.tasks.filter((task) => task.dependsOn.length === 0).length,
-    longestChain: criticalPathMs(mission.tasks, () => 1),
+    longestChain: longestPath(mission.tasks, () => 1),
   };
 }
 

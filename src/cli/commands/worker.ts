@@ -1,8 +1,8 @@
+import { type CloseOutcome, startHost } from '../../host/host.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
-import { type CloseOutcome, startHost } from '../../workers/host.js';
 import type { Io } from '../io.js';
 
 /** How long a closed worker waits for its event loop to empty by itself before it exits anyway. */

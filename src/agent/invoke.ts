@@ -1,0 +1,87 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Adapter } from '../shared/adapter.js';
+import { buildInvocation, type Invocation } from './invocation.js';
+import { classifyReply, type ReplyClass } from './reply-class.js';
+import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
+import { parseUsage, type Usage } from './usage.js';
+
+/**
+ * One run of an agent CLI, the sequence the run stage, the critic and `flotilla plan` share: write
+ * the prompt file, build the argument array for the adapter's delivery, spawn (no shell), read
+ * the usage line, the result file and the reply's class. What the caller makes of it (a task
+ * result, a verdict, a mission file) is the caller's.
+ */
+
+/** Where a dispatch's prompt and result files go, relative to the CLI's working directory. */
+export interface DispatchPaths {
+  readonly promptPath: string;
+  readonly resultPath: string;
+}
+
+/** cli-dispatch's file names: `.planning/dispatch/{id}-PROMPT.md` and the adapter's result_path. */
+export function dispatchPaths(adapter: Pick<Adapter, 'config'>, dispatchId: string): DispatchPaths {
+  return {
+    promptPath: join('.planning', 'dispatch', `${dispatchId}-PROMPT.md`),
+    resultPath: adapter.config.result_path.replaceAll('{task-id}', dispatchId),
+  };
+}
+
+export interface InvokeInput {
+  readonly adapter: Adapter;
+  readonly cwd: string;
+  readonly paths: DispatchPaths;
+  readonly prompt: string;
+  readonly model?: string;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
+  readonly groups?: SpawnInput['groups'];
+}
+
+export interface AgentRun {
+  readonly invocation: Invocation;
+  readonly outcome: SpawnOutcome;
+  readonly usage: Usage | null;
+  /** The CLI's answer without its JSON wrapper, when the adapter declares a usage format. */
+  readonly answer: string;
+  /** The result file's text, or null when the CLI left none. */
+  readonly resultFileText: string | null;
+  /** Rate limit or login problem; only looked for when the CLI exited non-zero. */
+  readonly replyClass: ReplyClass;
+}
+
+export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
+  const { adapter, cwd, paths } = input;
+  const resultFile = resolve(cwd, paths.resultPath);
+  await mkdir(join(cwd, dirname(paths.promptPath)), { recursive: true });
+  await mkdir(dirname(resultFile), { recursive: true });
+  await writeFile(join(cwd, paths.promptPath), input.prompt);
+  // A result left by an earlier run in the same directory must not pass for this run's answer.
+  await rm(resultFile, { force: true });
+  const invocation = buildInvocation(adapter, {
+    promptPath: paths.promptPath,
+    promptText: input.prompt,
+    model: input.model,
+  });
+  const outcome = await spawnProcess({
+    command: invocation.command,
+    args: invocation.args,
+    stdin: invocation.stdin,
+    cwd,
+    env: adapter.config.env,
+    timeoutMs: input.timeoutMs,
+    signal: input.signal,
+    ...(input.groups ? { groups: input.groups } : {}),
+  });
+  const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
+  const answer = usage?.resultText ?? outcome.stdout;
+  // A CLI that wraps its answer in JSON says what went wrong in that answer; matching the
+  // unwrapped text keeps the CLI's own words (`Not logged in · Please run /login`) as the error.
+  const replyClass =
+    outcome.exitCode === 0
+      ? null
+      : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
+  const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
+  return { invocation, outcome, usage, answer, resultFileText, replyClass };
+}

@@ -1,0 +1,352 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { type Job, Worker } from 'bullmq';
+import { detectClis } from '../agent/adapters/detect.js';
+import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
+import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
+import { QueueSet } from '../queue/queues.js';
+import type { Config } from '../shared/config.js';
+import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
+import { Semaphore } from '../shared/semaphore.js';
+import { createTelemetry } from '../shared/telemetry.js';
+import type { HostCli, HostContext } from '../stages/context.js';
+import { reviewAttempt } from '../stages/critic/processor.js';
+import { finalizeMission } from '../stages/finalize/processor.js';
+import { gateAttempt } from '../stages/gate/processor.js';
+import { MISSION_CANCELLED } from '../stages/job-guard.js';
+import { runAttempt } from '../stages/run/processor.js';
+import { verifyAttempt } from '../stages/verify/processor.js';
+import { controlChannel } from '../store/keys.js';
+import { MissionStore } from '../store/mission-store.js';
+import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { agePriorities } from './age-priorities.js';
+import { sweepMissions } from './sweep.js';
+
+export interface HostOptions {
+  readonly config: Config;
+  readonly redisUrl: string;
+  readonly adaptersDir?: string;
+  readonly hostId?: string;
+  /** Host-wide number of CLI processes at once. */
+  readonly slots?: number;
+  /** The adapter (by `cli`) that serves dispatch.internal on this host. */
+  readonly internalCli?: string;
+  readonly logger?: Logger;
+  /** Grace period for running CLIs on the first shutdown signal. */
+  readonly graceMs?: number;
+  readonly heartbeatMs?: number;
+  /** How often one host of the cluster re-adds jobs a crashed process never added. */
+  readonly sweepMs?: number;
+  /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
+  readonly warnUnsigned?: boolean;
+}
+
+export interface Host {
+  readonly hostId: string;
+  readonly clis: readonly HostCli[];
+  readonly capabilities: readonly string[];
+  /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
+  close(options?: { force?: boolean }): Promise<CloseOutcome>;
+}
+
+export interface CloseOutcome {
+  /** Jobs still running when the grace period ended: their CLIs were killed, BullMQ re-delivers them. */
+  readonly abandoned: readonly string[];
+  /** False when Redis could not be reached at the end: the host left without unregistering. */
+  readonly redisReachable: boolean;
+}
+
+const SHUTDOWN = 'host shutting down';
+
+/**
+ * How long (s) an idle worker blocks waiting for a job before it asks again. A job added to the
+ * queue wakes it at once (BullMQ's marker), so this sets only the idle cost: a host serves a
+ * dozen queues, and BullMQ's default of 5 s made their polling a large share of a host's Redis
+ * traffic. 10 s is the longest block BullMQ itself allows when delayed jobs are waiting.
+ */
+const IDLE_BLOCK_S = 10;
+
+/** After the grace period, how long BullMQ's close may take before the host leaves without it. */
+const CLOSE_AFTER_GRACE_MS = 3_000;
+
+/** Waits for `work` at most `ms`; never rejects (shutdown goes on whatever one step does). */
+async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    work.catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
+const AGE_CHECK_MS = 15_000;
+
+/**
+ * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
+ * critic and mission, advertises itself in the registry, and obeys cancel messages.
+ */
+export async function startHost(options: HostOptions): Promise<Host> {
+  const config = options.config;
+  const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
+  const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
+  const adaptersDir = options.adaptersDir ?? config.adaptersDir;
+  const { adapters } = await loadAdaptersOrThrow(adaptersDir);
+  const detected = await detectClis(adapters, { logger: { info: (msg: string) => logger.info(msg) } });
+  const clis: HostCli[] = detected
+    .filter((d) => d.available)
+    .map((d) => ({ adapter: d.adapter, ...(d.version ? { version: d.version } : {}) }));
+  if (!config.secret && options.warnUnsigned !== false) {
+    logger.warn(
+      'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
+    );
+  }
+  // Before any job: CLIs a previous run of this host id left running when it was killed.
+  const cliGroups = createCliGroups(cliGroupsDir(config.home, hostId));
+  const leftovers = await cliGroups.killLeftovers();
+  if (leftovers.length > 0) {
+    logger.warn(
+      { pgids: leftovers },
+      `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
+    );
+  }
+  const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
+  const slots = options.slots ?? 4;
+
+  const redis = createRedis({ url: options.redisUrl, role: 'worker' });
+  redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
+  const store = new MissionStore(redis, config.prefix, config.secret);
+  const telemetry = createTelemetry(config.otel);
+  const queues = new QueueSet(redis, config.prefix, telemetry);
+  const disabled = new Map<string, string>();
+  const coolingUntil = new Map<string, number>();
+  const startedAt = new Date().toISOString();
+  const active = new Map<string, Worker>();
+  const workers = new Map<string, Worker>();
+
+  const info = (): HostInfo => ({
+    hostId,
+    hostname: hostname(),
+    pid: process.pid,
+    startedAt,
+    heartbeatAt: new Date().toISOString(),
+    slots,
+    running: active.size,
+    internal: internalCli !== undefined && !disabled.has(internalCli),
+    clis: clis
+      .filter((c) => !disabled.has(c.adapter.cli))
+      .map((c) => ({
+        cli: c.adapter.cli,
+        displayName: c.adapter.displayName,
+        ...(c.version ? { version: c.version } : {}),
+        capabilities: [...c.adapter.config.capabilities],
+        order: c.adapter.order,
+      })),
+    disabled: [...disabled].map(([cli, reason]) => ({ cli, reason })),
+    coolingDown: [...coolingUntil]
+      .filter(([, until]) => until > Date.now())
+      .map(([cli, until]) => ({ cli, until: new Date(until).toISOString() })),
+  });
+  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
+
+  const ctx: HostContext = {
+    hostId,
+    config,
+    secret: config.secret,
+    logger,
+    store,
+    queues,
+    clis,
+    internalCli,
+    slots: new Semaphore(slots),
+    cliSlots: new Map(
+      clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)]),
+    ),
+    cacheDir: join(config.home, 'repos'),
+    cliGroups,
+    workRoot: join(config.home, 'work', hostId),
+    disabled,
+    coolingUntil,
+    onAdvertisedChange: async () => {
+      await publish();
+      await reconcileDispatchWorkers();
+    },
+    missions: new Map(),
+  };
+
+  const workerOptions = {
+    connection: redis,
+    prefix: config.prefix,
+    lockDuration: config.lockMs,
+    lockRenewTime: config.lockRenewMs,
+    drainDelay: IDLE_BLOCK_S,
+    stalledInterval: config.stalledIntervalMs,
+    maxStalledCount: 2,
+    ...(telemetry ? { telemetry } : {}),
+  };
+  const track = (worker: Worker) => {
+    worker.on('active', (job: Job) => active.set(job.id ?? '', worker));
+    worker.on('completed', (job: Job) => active.delete(job.id ?? ''));
+    worker.on('failed', (job: Job | undefined, error: Error) => {
+      if (job) active.delete(job.id ?? '');
+      if (error.name !== 'DelayedError') logger.warn({ jobId: job?.id, err: error.message }, 'job failed');
+    });
+    // A lost lock means another host may take the job: stop our CLI so two never work one attempt.
+    worker.on('lockRenewalFailed', (ids: string[]) => {
+      for (const id of ids) worker.cancelJob(id, 'lock lost');
+    });
+    worker.on('error', (error: Error) => logger.debug({ err: error.message }, 'worker error'));
+    return worker;
+  };
+  const serve = (
+    queue: string,
+    processor: (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<unknown>,
+    concurrency: number,
+  ) => {
+    if (workers.has(queue)) return;
+    workers.set(
+      queue,
+      track(
+        new Worker(
+          queue,
+          async (job, token, signal) => {
+            try {
+              return await processor(job, token, signal);
+            } catch (error) {
+              // A job handed back (moveToDelayed + DelayedError) ends neither completed nor failed,
+              // so no event would drop it: without this, `running` in the registry only grows.
+              if ((error as Error).name === 'DelayedError') active.delete(job.id ?? '');
+              throw error;
+            }
+          },
+          { ...workerOptions, concurrency },
+        ),
+      ),
+    );
+  };
+
+  const servedCapabilities = () => {
+    const now = Date.now();
+    const usable = clis.filter((c) => !disabled.has(c.adapter.cli));
+    const caps = new Set(usable.flatMap((c) => c.adapter.config.capabilities));
+    void now;
+    return [...caps];
+  };
+  const runProcessor = (job: Job, token: string | undefined, signal: AbortSignal | undefined) =>
+    runAttempt(ctx, job, token, signal);
+  async function reconcileDispatchWorkers() {
+    const wanted = new Set(servedCapabilities().map(dispatchQueue));
+    if (internalCli && !disabled.has(internalCli)) wanted.add(QUEUES.internal);
+    for (const queue of wanted) serve(queue, runProcessor, slots);
+    for (const [queue, worker] of workers) {
+      if (queue.startsWith('dispatch.') && !wanted.has(queue)) {
+        workers.delete(queue);
+        void worker.close();
+        logger.info(`no longer serving ${queue}`);
+      }
+    }
+  }
+
+  await reconcileDispatchWorkers();
+  serve(QUEUES.verify, (job, _token, signal) => verifyAttempt(ctx, job, signal), slots);
+  serve(QUEUES.critic, (job, token, signal) => reviewAttempt(ctx, job, token, signal), slots);
+  serve(
+    QUEUES.mission,
+    (job) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job)),
+    Math.max(2, slots),
+  );
+  await publish();
+  const heartbeat = setInterval(() => {
+    publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));
+  }, heartbeatMs);
+  heartbeat.unref();
+  const sweepMs = options.sweepMs ?? 30_000;
+  const sweeper = setInterval(() => {
+    sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
+  }, sweepMs);
+  sweeper.unref();
+  const ager = setInterval(() => {
+    const dispatch = [...workers.keys()].filter((queue) => queue.startsWith('dispatch.'));
+    agePriorities({ redis, queues, hostId }, dispatch, { intervalMs: AGE_CHECK_MS }).catch((error: Error) =>
+      logger.debug({ err: error.message }, 'priority aging failed'),
+    );
+  }, AGE_CHECK_MS);
+  ager.unref();
+
+  const subscriber = redis.duplicate();
+  subscriber.on('error', () => {});
+  await subscriber.subscribe(controlChannel(config.prefix));
+  subscriber.on('message', (_channel: string, message: string) => {
+    let parsed: { type?: string; missionId?: string };
+    try {
+      parsed = JSON.parse(message) as typeof parsed;
+    } catch {
+      return;
+    }
+    if (parsed.type === 'cancel' && parsed.missionId) {
+      for (const [jobId, worker] of active) {
+        if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);
+      }
+    }
+  });
+  logger.info(
+    { capabilities: servedCapabilities(), slots, internal: internalCli ?? null },
+    `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,
+  );
+
+  let closing: Promise<CloseOutcome> | undefined;
+  let forced = false;
+  const close = (closeOptions: { force?: boolean } = {}): Promise<CloseOutcome> => {
+    if (closeOptions.force && !forced) {
+      forced = true;
+      for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
+    }
+    closing ??= (async () => {
+      clearInterval(heartbeat);
+      clearInterval(sweeper);
+      clearInterval(ager);
+      const graceful = Promise.all([...workers.values()].map((w) => w.close()));
+      const grace = options.graceMs ?? 30_000;
+      const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
+      const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
+      const abandoned = finished ? [] : [...active.keys()];
+      if (!finished) {
+        logger.warn('grace period over: stopping running CLIs so their jobs move to another host');
+        for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
+        // With Redis out of reach BullMQ's close waits for commands that never return; past this
+        // the jobs are left to the stalled check, which another host runs once their locks expire.
+        await settleWithin(
+          Promise.all([...workers.values()].map((w) => w.close(true))),
+          CLOSE_AFTER_GRACE_MS,
+        );
+        // Whatever still runs (a CLI that ignored SIGTERM) is killed before this process goes.
+        await cliGroups.killLeftovers();
+      }
+      const redisReachable = redis.status === 'ready';
+      if (redisReachable) {
+        await settleWithin(removeHost(redis, config.prefix, hostId), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(subscriber.quit(), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(queues.close(), CLOSE_AFTER_GRACE_MS);
+        await settleWithin(redis.quit(), CLOSE_AFTER_GRACE_MS);
+      }
+      // quit() would wait in ioredis' offline queue for a Redis that is gone: drop the sockets.
+      subscriber.disconnect();
+      redis.disconnect();
+      return { abandoned, redisReachable };
+    })();
+    return closing;
+  };
+
+  return {
+    hostId,
+    clis,
+    capabilities: servedCapabilities(),
+    close,
+  };
+}

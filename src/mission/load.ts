@@ -1,0 +1,261 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { FlotillaError, type Problem } from '../shared/errors.js';
+import {
+  type MissionFile,
+  type MissionSpec,
+  missionSchema,
+  normalizeTask,
+  taskSchema,
+} from '../shared/mission.js';
+import {
+  describeIssues,
+  describeValue,
+  escapeControl,
+  isRecord,
+} from '../shared/validation/schema-problems.js';
+import {
+  formatPath,
+  lineOfPath,
+  type PathSegment,
+  parseYaml,
+  unresolvedAliasLines,
+  type YamlSource,
+} from '../shared/validation/yaml-lines.js';
+import { checkMissionRules } from './rules.js';
+
+/**
+ * Reads a mission file: YAML → schema → cross-task rules → agent files → a normalised MissionSpec.
+ * Every step that can still run after an earlier one found problems does, so the user fixes the
+ * file in one pass; problems come back as data, sorted by line, and nothing here throws for them.
+ */
+export interface LoadMissionOptions {
+  /** Folder of `<agent>.md` files; default `FLOTILLA_AGENTS`, then `agents/` beside the mission file. */
+  readonly agentsDir?: string;
+}
+
+export interface LoadedMission {
+  readonly mission?: MissionSpec;
+  readonly problems: Problem[];
+}
+
+export async function loadMission(file: string, options: LoadMissionOptions = {}): Promise<LoadedMission> {
+  const { mission, problems } = await load(file, options);
+  return mission ? { mission, problems } : { problems };
+}
+
+/** For callers that stop on the first failure (submit, run): `mission/not-found` or `mission/invalid`. */
+export async function loadMissionOrThrow(
+  file: string,
+  options: LoadMissionOptions = {},
+): Promise<MissionSpec> {
+  const result = await load(file, options);
+  if (result.notFound) throw new FlotillaError('mission/not-found', `${file}: no such file`, result.problems);
+  if (!result.mission) {
+    const count = result.problems.length;
+    throw new FlotillaError(
+      'mission/invalid',
+      `${file}: invalid mission (${count} ${count === 1 ? 'problem' : 'problems'})`,
+      result.problems,
+    );
+  }
+  return result.mission;
+}
+
+/** Remote workspaces are passed on untouched; anything else is a path relative to the mission file. */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\/|^[\w.-]+@[\w.-]+:/i;
+
+export function resolveWorkspace(workspace: string, missionDir: string): string {
+  return URL_LIKE.test(workspace) ? workspace : path.resolve(missionDir, workspace);
+}
+
+export function resolveAgentsDir(missionFile: string, options: LoadMissionOptions = {}): string {
+  const chosen = options.agentsDir ?? process.env.FLOTILLA_AGENTS;
+  return chosen ? path.resolve(chosen) : path.join(path.dirname(path.resolve(missionFile)), 'agents');
+}
+
+/** Garbage can make a YAML parser report hundreds of follow-on errors; the first ones are the useful ones. */
+const MAX_SYNTAX_PROBLEMS = 20;
+
+type LoadResult = LoadedMission & { readonly notFound?: boolean };
+
+async function load(file: string, options: LoadMissionOptions): Promise<LoadResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT') return { problems: [{ file, path: '', message: 'no such file' }], notFound: true };
+    const message =
+      code === 'EISDIR' ? 'expected a file, got a directory' : `cannot read: ${errorText(error)}`;
+    return { problems: [{ file, path: '', message }] };
+  }
+  let result: LoadResult;
+  try {
+    result = await checkMission(file, text, options);
+  } catch (error) {
+    // Hostile input can still trip a library (resource limits); that is the file's problem to
+    // report, not a crash of the command.
+    result = { problems: [{ file, path: '', message: `cannot be read as a mission: ${errorText(error)}` }] };
+  }
+  return { ...result, problems: result.problems.map(tidyProblem) };
+}
+
+/** Messages quote the user's text; one problem must stay one readable line whatever that text holds. */
+const MAX_MESSAGE = 1000;
+
+function tidyProblem(problem: Problem): Problem {
+  const tidy = (text: string) => {
+    const line = escapeControl(text);
+    return line.length > MAX_MESSAGE ? `${line.slice(0, MAX_MESSAGE - 1)}…` : line;
+  };
+  return { ...problem, path: tidy(problem.path), message: tidy(problem.message) };
+}
+
+async function checkMission(file: string, text: string, options: LoadMissionOptions): Promise<LoadResult> {
+  const { source, errors } = parseYaml(text);
+  if (errors.length > 0) {
+    const problems: Problem[] = errors
+      .slice(0, MAX_SYNTAX_PROBLEMS)
+      .map((error) => ({ file, line: error.line, path: '', message: `invalid YAML: ${error.message}` }));
+    if (errors.length > MAX_SYNTAX_PROBLEMS) {
+      problems.push({
+        file,
+        path: '',
+        message: `… and ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML errors`,
+      });
+    }
+    return { problems };
+  }
+  const expectedTop = 'expected a mapping with goal and tasks';
+  if (source.doc.contents === null) {
+    return { problems: [{ file, path: '', message: `empty file (${expectedTop})` }] };
+  }
+  const aliases = unresolvedAliasLines(source);
+  if (aliases.length > 0) {
+    return {
+      problems: aliases.map((alias) => ({
+        file,
+        line: alias.line,
+        path: '',
+        message: `invalid YAML: alias *${alias.name} names no anchor`,
+      })),
+    };
+  }
+
+  const raw: unknown = source.doc.toJS();
+  if (!isRecord(raw)) {
+    const line = lineOfPath(source, []);
+    return { problems: [{ file, line, path: '', message: `${expectedTop}, got ${describeValue(raw)}` }] };
+  }
+
+  const parsed = missionSchema.safeParse(raw);
+  const found: { path: PathSegment[]; at?: PathSegment[]; message: string }[] = [
+    ...(parsed.success ? [] : describeIssues(parsed.error.issues, raw, missionSchema)),
+    ...checkMissionRules(raw),
+  ];
+  const agentsDir = resolveAgentsDir(file, options);
+  const agents = await readAgents(raw, agentsDir);
+  const problems = sortByLine([
+    ...found.map((problem) => toProblem(file, source, problem.path, problem.message, problem.at)),
+    ...agents.missing.map((problem) => toProblem(file, source, problem.path, problem.message)),
+  ]);
+  if (!parsed.success || problems.length > 0) return { problems };
+  return { mission: normalizeMission(parsed.data, file, agentsDir, agents.texts), problems: [] };
+}
+
+function normalizeMission(
+  data: MissionFile,
+  file: string,
+  agentsDir: string,
+  agents: Readonly<Record<string, string>>,
+): MissionSpec {
+  return {
+    goal: data.goal,
+    workspace: resolveWorkspace(data.workspace, path.dirname(path.resolve(file))),
+    base: data.base,
+    budgetUsd: data.defaults.budget_usd,
+    agentsDir,
+    agents,
+    tasks: data.tasks.map((task) => normalizeTask(task, data.defaults)),
+  };
+}
+
+interface AgentProblem {
+  readonly path: PathSegment[];
+  readonly message: string;
+}
+
+/**
+ * Reads each agent file a task names, once, even when the schema rejected other parts of the task,
+ * so a missing personality is reported together with everything else. Names the schema would
+ * reject (a `/`, a leading dot) are never turned into paths.
+ */
+async function readAgents(
+  raw: Record<string, unknown>,
+  agentsDir: string,
+): Promise<{ texts: Record<string, string>; missing: AgentProblem[] }> {
+  const uses: { index: number; agent: string }[] = [];
+  if (Array.isArray(raw.tasks)) {
+    raw.tasks.forEach((task: unknown, index: number) => {
+      const agent = isRecord(task) ? task.agent : undefined;
+      if (typeof agent === 'string' && taskSchema.shape.agent.safeParse(agent).success) {
+        uses.push({ index, agent });
+      }
+    });
+  }
+  const names = [...new Set(uses.map((use) => use.agent))];
+  const results = await Promise.all(names.map((name) => readAgent(path.join(agentsDir, `${name}.md`))));
+  const texts: Record<string, string> = {};
+  const failures = new Map<string, string>();
+  names.forEach((name, i) => {
+    const result = results[i];
+    if (result?.text !== undefined) texts[name] = result.text;
+    else failures.set(name, result?.error ?? 'cannot read');
+  });
+  const missing = uses.flatMap((use) => {
+    const error = failures.get(use.agent);
+    return error === undefined ? [] : [{ path: ['tasks', use.index, 'agent'], message: error }];
+  });
+  return { texts, missing };
+}
+
+async function readAgent(file: string): Promise<{ text?: string; error?: string }> {
+  try {
+    return { text: await readFile(file, 'utf8') };
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT') return { error: `no agent file at ${file}` };
+    if (code === 'EISDIR') return { error: `expected an agent file at ${file}, got a directory` };
+    return { error: `cannot read agent file ${file}: ${errorText(error)}` };
+  }
+}
+
+function toProblem(
+  file: string,
+  source: YamlSource,
+  at: PathSegment[],
+  message: string,
+  /** A deeper node than `at` to take the line from (the list item at fault). */
+  lineAt: PathSegment[] = at,
+): Problem {
+  const line = lineOfPath(source, lineAt);
+  return line === undefined
+    ? { file, path: formatPath(at), message }
+    : { file, line, path: formatPath(at), message };
+}
+
+function sortByLine(problems: Problem[]): Problem[] {
+  return problems
+    .map((problem, order) => ({ problem, order }))
+    .sort((a, b) => (a.problem.line ?? 0) - (b.problem.line ?? 0) || a.order - b.order)
+    .map(({ problem }) => problem);
+}
+
+function errorCode(error: unknown): string | undefined {
+  return isRecord(error) && typeof error.code === 'string' ? error.code : undefined;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

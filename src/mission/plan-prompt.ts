@@ -1,0 +1,340 @@
+import { isMap, parseDocument } from 'yaml';
+import { CAPABILITIES, CONTROL_MODES, TASK_KINDS } from '../shared/capabilities.js';
+import { transitiveDependents } from '../shared/dag.js';
+import { fence } from '../shared/markdown.js';
+import { defaultsSchema, missionSchema, type TaskSpec, taskSchema } from '../shared/mission.js';
+
+/**
+ * `flotilla plan` as text in, text out: the prompt that asks a planning CLI for a mission file, the
+ * retry prompt that hands it the validator's problems, reading the mission YAML back out of its
+ * answer, and the decomposition rules the mission schema does not enforce. The rules the prompt
+ * states and the rules `checkPlanRules` checks live in one file so they cannot drift apart.
+ */
+
+export const MIN_PLAN_TASKS = 2;
+export const MAX_PLAN_TASKS = 8;
+
+export interface PlanPromptInput {
+  readonly goal: string;
+  /** What the planner's working directory is: the workspace to read, or an empty scratch folder. */
+  readonly workspace:
+    | { readonly kind: 'existing'; readonly path: string }
+    | { readonly kind: 'new'; readonly path: string }
+    | { readonly kind: 'none' };
+  /** The value the mission's `workspace:` must hold (relative to the mission file), when flotilla knows it. */
+  readonly workspaceValue?: string;
+  /** Where the CLI writes its answer, relative to its working directory. */
+  readonly resultPath: string;
+  readonly retry?: PlanRetry;
+}
+
+export interface PlanRetry {
+  /** The round that failed, 1-based, and how many rounds there are in all. */
+  readonly round: number;
+  readonly maxRounds: number;
+  /** The validator's problems, one `file:line: path: message` line each, verbatim. */
+  readonly problems: readonly string[];
+  /** The mission file the planner wrote last round, as flotilla validated it. */
+  readonly previous?: string;
+}
+
+export function buildPlanPrompt(input: PlanPromptInput): string {
+  const parts = [
+    '# Mission Planning Task',
+    'You are planning a mission for flotilla. flotilla runs each task of a mission on an AI coding-agent CLI, in a git checkout of the workspace, and accepts a task only when every one of its exit criteria (shell commands) exits with status 0. Your job is to break the goal below into such tasks and write them as one mission file. Do not carry out the goal yourself, and do not create, change or delete any file other than the result file named at the end.',
+    '## Goal',
+    input.goal.trim(),
+    workspaceText(input),
+    '## Decomposition Rules',
+    RULES_TEXT,
+    '## Mission File Format',
+    formatText(input),
+    input.retry ? retryText(input.retry) : '',
+    '## Result Instructions',
+    `When you complete this task, write your result to: ${input.resultPath}`,
+    'The result file must hold only the mission file: plain YAML, or one fenced block with the info string `yaml` holding the whole mission. Nothing outside that block is read. Do not write anything to stdout — write the full result to the file above.',
+  ];
+  return `${parts.filter((part) => part.trim()).join('\n\n')}\n`;
+}
+
+function workspaceText(input: PlanPromptInput): string {
+  const { workspace } = input;
+  const where =
+    workspace.kind === 'existing'
+      ? `Your current directory is the workspace, ${workspace.path}. Read it (files, package.json, tests, build scripts) so that task descriptions and exit criteria name real files and commands; do not change it.`
+      : workspace.kind === 'new'
+        ? `The workspace, ${workspace.path}, does not exist yet: flotilla creates it as an empty git repository, so the first tasks start from nothing.`
+        : 'No workspace was given: the mission starts from an empty git repository, so the first tasks start from nothing.';
+  const value = input.workspaceValue
+    ? `Set \`workspace: ${input.workspaceValue}\` in the mission file.`
+    : 'Set `workspace:` to a short new folder name relative to the mission file, such as `./stats-module`; flotilla creates it.';
+  return [
+    '## Workspace',
+    where,
+    'Every task runs in a checkout of the workspace, holding the approved work of the tasks it depends on. Paths in descriptions and exit criteria are relative to the workspace root, where the exit criteria run.',
+    value,
+  ].join('\n\n');
+}
+
+const RULES_TEXT = [
+  `- Between ${MIN_PLAN_TASKS} and ${MAX_PLAN_TASKS} tasks. If the goal needs more, it is too big for one mission: plan the first complete, verifiable part of it.`,
+  '- Every task has `exit_criteria`: one or more shell commands, run with `bash -c` in the workspace root, that exit with status 0 only when the task is done. For example:',
+  '  - `test -f src/stats.ts` — the file exists',
+  '  - `grep -q "export function mean" src/stats.ts` — the file holds the expected content',
+  '  - `test -s docs/stats.md` — the file is not empty',
+  '  - `npx tsc --noEmit` — the TypeScript compiles',
+  '  - `npm test` — the tests pass',
+  '- No vague criteria such as "code is clean" or "works well": every criterion is a command a machine runs. A command that always succeeds (`wc -c < file`, `echo ok`, `ls`) checks nothing.',
+  '- Exit criteria finish within a minute, need no network and no input, and never start a server or another long-running process.',
+  '- Include a final verification task of `kind: review` that depends on every coding task (directly or through other tasks), with exit criteria that build the project and run its whole test suite.',
+  '- A coding task says in its description which files to create or change and what they must hold, and names them in `files`.',
+  '- Task ids are unique, lower-case letters, digits, `-` and `_`, starting with a letter or a digit (`[a-z0-9][a-z0-9_-]*`).',
+  '- `depends_on` lists the ids of the tasks that must be finished first; no cycles. Tasks that do not depend on each other run at the same time on different machines, so add only dependencies that are real, and do not let two such tasks change the same file.',
+].join('\n');
+
+/**
+ * One line per field a person would tell a planner. The Record types make the compiler demand a
+ * hint for every field of the schema, so a field added to mission.ts cannot go missing here.
+ */
+const MISSION_HINTS: Record<keyof typeof missionSchema.shape, string> = {
+  goal: 'the goal, in one sentence',
+  workspace: 'the workspace folder, relative to the mission file (see Workspace above)',
+  base: 'the git branch to start from; leave out to use the repository HEAD',
+  defaults: 'settings for every task (below); leave out unless the goal needs other values',
+  tasks: `the list of ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks`,
+};
+
+const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
+  max_attempts: 'attempts per task before it fails (default 3)',
+  timeout: 'time limit of one attempt, like 10m (default 10m)',
+  min_score: "the critic's score from 0 to 10 that approves a coding task (default 7)",
+  control_mode: `how freely the agent may change files: ${CONTROL_MODES.join(', ')} (default guarded)`,
+  backoff: 'pause before a retry, like 5s (default 5s)',
+  budget_usd: 'a spending limit in US dollars; leave out',
+};
+
+const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
+  id: 'unique id, `[a-z0-9][a-z0-9_-]*`',
+  title: 'a short imperative title',
+  description:
+    'what to do, which files to create or change, and what done looks like; the agent sees nothing else',
+  capability: `what the task needs, which picks the agent CLI: one of ${CAPABILITIES.join(', ')} (default from kind)`,
+  task_type: 'another name for capability; give one of the two, not both',
+  kind: `one of ${TASK_KINDS.join(', ')} (default coding)`,
+  division: 'leave out',
+  languages: 'programming languages involved, like [typescript]',
+  frameworks: 'frameworks involved, like [vitest]',
+  agent: 'leave out',
+  depends_on: 'ids of the tasks that must be finished first (default [])',
+  exit_criteria: 'shell commands that all exit 0 when the task is done',
+  allowed_paths: 'paths the task may write (folders end with /); changes elsewhere are reverted',
+  files: 'the files the task is expected to change',
+  critic: 'whether a second agent reviews the work (default true for coding)',
+  cli: 'leave out',
+  control_mode: `overrides defaults.control_mode: ${CONTROL_MODES.join(', ')}`,
+  max_attempts: 'overrides defaults.max_attempts',
+  timeout: 'overrides defaults.timeout',
+  min_score: 'overrides defaults.min_score',
+};
+
+interface FieldShape {
+  safeParse(value: unknown): { success: boolean };
+}
+
+/** Required means the schema rejects the field's absence; read from zod, not written by hand. */
+function fieldList(
+  shape: Readonly<Record<string, FieldShape>>,
+  hints: Readonly<Record<string, string>>,
+): string {
+  return Object.entries(shape)
+    .map(([name, field]) => {
+      const required = field.safeParse(undefined).success ? '' : ' (required)';
+      return `- \`${name}\`${required}: ${hints[name] ?? ''}`;
+    })
+    .join('\n');
+}
+
+function formatText(input: PlanPromptInput): string {
+  const workspace = input.workspaceValue ?? './stats-module';
+  const example = [
+    'goal: <the goal, in one sentence>',
+    `workspace: ${workspace}`,
+    'tasks:',
+    '  - id: <task-id>',
+    '    title: <short title>',
+    '    description: <what to do, which files, what done looks like>',
+    '    kind: coding',
+    '    capability: code_implementation',
+    '    files: [<path>]',
+    '    depends_on: []',
+    '    exit_criteria:',
+    '      - <shell command>',
+    '  - id: verify',
+    '    title: Verify the whole change',
+    '    description: <build and run every test; fix nothing>',
+    '    kind: review',
+    '    capability: testing',
+    '    depends_on: [<every coding task id>]',
+    '    exit_criteria:',
+    '      - <command that builds the project>',
+    '      - <command that runs the whole test suite>',
+  ].join('\n');
+  return [
+    'The mission file is YAML of exactly this shape (the values in angle brackets are placeholders):',
+    fence(example, 'yaml'),
+    'Fields of the mission. A field not listed here is an error.',
+    fieldList(missionSchema.shape, MISSION_HINTS),
+    'Fields of `defaults`:',
+    fieldList(defaultsSchema.shape, DEFAULTS_HINTS),
+    'Fields of each task:',
+    fieldList(taskSchema.shape, TASK_HINTS),
+  ].join('\n\n');
+}
+
+/** A previous answer longer than this is not a mission worth mending; repeating it would only bloat the prompt. */
+export const MAX_PREVIOUS_CHARS = 20_000;
+
+function retryText(retry: PlanRetry): string {
+  const text = retry.previous?.trimEnd() ?? '';
+  const previous = !text.trim()
+    ? []
+    : text.length > MAX_PREVIOUS_CHARS
+      ? [
+          `Your previous file had ${text.length} characters; it is not repeated here. Start again from the rules.`,
+        ]
+      : ['This is the mission file you wrote, as flotilla read it:', fence(text, 'yaml')];
+  return [
+    `## ⚠️ PREVIOUS ATTEMPT FAILED (attempt ${retry.round}/${retry.maxRounds})`,
+    'flotilla rejected your mission file with these problems (file:line: field: message):',
+    fence(retry.problems.join('\n'), 'text'),
+    ...previous,
+    'Write a corrected, complete mission file — not a patch — that fixes every problem above and still follows every rule.',
+  ].join('\n\n');
+}
+
+// ── Reading the answer ──────────────────────────────────────────────────────────────────────────
+
+export interface ExtractedMission {
+  readonly yaml: string;
+  /** `fenced`: taken from a fenced block; `whole`: the whole answer, which had no fitting block. */
+  readonly from: 'fenced' | 'whole';
+}
+
+interface Block {
+  readonly info: string;
+  readonly body: string;
+}
+
+const OPEN_FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$/;
+/** A top-level `tasks:` key: what tells a mission apart from a YAML snippet. */
+const TASKS_KEY = /^tasks[ \t]*:/m;
+
+/**
+ * The mission YAML in a planner's answer. Agents wrap files in prose and fences however they like:
+ * a `yaml` block wins over an unlabelled one, a block with a top-level `tasks:` key over one
+ * without, and among equals the last, because an answer that shows a draft and then its final
+ * form puts the final one last. No fenced block at all means the whole answer is the file.
+ * Returns null only for an empty answer; garbage comes back whole, for validation to describe.
+ */
+export function extractMissionYaml(answer: string): ExtractedMission | null {
+  const text = answer.replace(/\r\n?/g, '\n');
+  if (!text.trim()) return null;
+  const blocks = fencedBlocks(text).filter((block) => block.body.trim());
+  const yamlBlocks = blocks.filter((block) => /^(ya?ml)$/i.test(block.info));
+  const plainBlocks = blocks.filter((block) => block.info === '');
+  const candidates = [
+    yamlBlocks.filter((block) => TASKS_KEY.test(block.body)),
+    plainBlocks.filter((block) => TASKS_KEY.test(block.body)),
+    yamlBlocks,
+  ];
+  for (const group of candidates) {
+    const chosen = group.at(-1);
+    if (chosen) return { yaml: ensureNewline(chosen.body), from: 'fenced' };
+  }
+  return { yaml: ensureNewline(text.trim()), from: 'whole' };
+}
+
+/** Fenced blocks in CommonMark's sense; an unclosed fence runs to the end (a cut-off answer). */
+function fencedBlocks(text: string): Block[] {
+  const lines = text.split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = OPEN_FENCE.exec(lines[i] ?? '');
+    if (!open) continue;
+    const marker = open[1] ?? '```';
+    const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*${'$'}`);
+    const body: string[] = [];
+    let j = i + 1;
+    while (j < lines.length && !close.test(lines[j] ?? '')) body.push(lines[j++] ?? '');
+    blocks.push({ info: (open[2] ?? '').toLowerCase(), body: body.join('\n') });
+    i = j;
+  }
+  return blocks;
+}
+
+function ensureNewline(text: string): string {
+  return text.endsWith('\n') ? text : `${text}\n`;
+}
+
+/**
+ * Puts the workspace flotilla was given into the mission, whatever the planner wrote: the planner
+ * ran in that folder (or in a scratch one) and may know it only by an absolute or a wrong path.
+ * Text that is not a YAML mapping is returned untouched, for validation to report.
+ */
+export function setWorkspace(yaml: string, workspace: string): string {
+  const doc = parseDocument(yaml);
+  if (doc.errors.length > 0 || !isMap(doc.contents)) return yaml;
+  if (doc.get('workspace') === workspace) return yaml;
+  doc.set('workspace', workspace);
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+}
+
+// ── Rules of a plan ─────────────────────────────────────────────────────────────────────────────
+
+export interface PlanProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * The decomposition rules a valid mission file may still break: a hand-written mission can have
+ * one task or twenty, a planned one must stay small and end in a verification task. Runs on a
+ * mission that already passed validation, so ids are unique and the graph has no cycle.
+ */
+export function checkPlanRules(tasks: readonly PlanTask[]): PlanProblem[] {
+  const problems: PlanProblem[] = [];
+  if (tasks.length < MIN_PLAN_TASKS || tasks.length > MAX_PLAN_TASKS) {
+    problems.push({
+      path: 'tasks',
+      message: `expected ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks, got ${tasks.length}`,
+    });
+  }
+  const verification = missingVerification(tasks);
+  if (verification) problems.push({ path: 'tasks', message: verification });
+  return problems;
+}
+
+type PlanTask = Pick<TaskSpec, 'id' | 'kind' | 'dependsOn'>;
+
+/**
+ * Null when a task that is not itself coding depends, directly or through others, on every coding
+ * task. A verification task of kind coding would be reviewed by a critic as if it wrote code, and
+ * could not depend on itself, so "depends on all coding tasks" rules it out.
+ */
+function missingVerification(tasks: readonly PlanTask[]): string | null {
+  const coding = tasks.filter((task) => task.kind === 'coding').map((task) => task.id);
+  if (coding.length === 0) return null;
+  const graph = tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn }));
+  const dependents = new Map(coding.map((id) => [id, new Set(transitiveDependents(graph, id))]));
+  let closest: { id: string; missing: string[] } | undefined;
+  for (const candidate of tasks) {
+    if (candidate.kind === 'coding') continue;
+    const missing = coding.filter((id) => !dependents.get(id)?.has(candidate.id));
+    if (missing.length === 0) return null;
+    if (!closest || missing.length < closest.missing.length) closest = { id: candidate.id, missing };
+  }
+  const hint = closest
+    ? `; the closest, '${closest.id}', does not depend on ${closest.missing.join(', ')}`
+    : '; every task is of kind coding';
+  return `expected a final verification task (kind review) that depends on every coding task (${coding.join(', ')})${hint}`;
+}

@@ -1,0 +1,119 @@
+import { attemptJobId, finalizeJobId, JOBS, QUEUES } from '../shared/contracts.js';
+import type { Logger } from '../shared/logger.js';
+import type { TaskSpec } from '../shared/mission.js';
+import { withSignature } from '../shared/signing.js';
+import type { MissionStore } from '../store/mission-store.js';
+import { listHosts, routableHosts } from '../store/registry.js';
+import { buildAttemptFlow } from './build-flow.js';
+import { type QueueSet, RETENTION } from './queues.js';
+import { type Route, routeTask } from './route.js';
+
+/** Finalize only reads and writes the mission's own records, so a few infrastructure retries suffice. */
+const FINALIZE_ATTEMPTS = 5;
+
+export interface EnqueueContext {
+  readonly store: MissionStore;
+  readonly queues: QueueSet;
+  /** Signs every job added; required (undefined when unset) so no caller forgets to pass it. */
+  readonly secret: string | undefined;
+  readonly logger: Logger;
+}
+
+export interface AttemptToEnqueue {
+  readonly task: TaskSpec;
+  readonly attempt: number;
+  readonly delayMs?: number;
+}
+
+/** Flows per BullMQ MULTI when a submit enqueues thousands of roots at once. */
+const FLOWS_PER_BATCH = 500;
+
+/**
+ * Adds attempts' flows, routed by the live registry at this moment, on the path where a waiting
+ * task is released: one registry read for the whole batch; then one round trip that records each
+ * route on its task (the MARK script), checks whether its gate job already exists (a re-delivered
+ * gate added it) and reads the cancel flag; then one MULTI with every new flow. The audit rows
+ * come after all flows are in, since nothing waits for them. Idempotent: an attempt whose gate
+ * job exists is not added again. With `unlessCancelled`, nothing is added to a cancelled mission.
+ */
+export async function enqueueAttempts(
+  ctx: EnqueueContext,
+  missionId: string,
+  attempts: readonly AttemptToEnqueue[],
+  options: { unlessCancelled?: boolean } = {},
+): Promise<Route[]> {
+  if (attempts.length === 0) return [];
+  const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
+  const routes = attempts.map((item) => routeTask(item.task, hosts));
+  const missionQueue = ctx.queues.get(QUEUES.mission);
+  const { cancelled, existing } = await ctx.store.prepareRelease(
+    missionId,
+    attempts.map((item, i) => ({
+      taskId: item.task.id,
+      attempt: item.attempt,
+      route: routes[i]?.reason ?? '',
+      jobKey: missionQueue.toKey(attemptJobId(missionId, item.task.id, item.attempt, 'gate')),
+    })),
+  );
+  if (options.unlessCancelled && cancelled) return [];
+  const fresh = attempts.flatMap((item, i) => (existing[i] ? [] : [{ item, route: routes[i] as Route }]));
+  for (let start = 0; start < fresh.length; start += FLOWS_PER_BATCH) {
+    await ctx.queues.flows.addBulk(
+      fresh.slice(start, start + FLOWS_PER_BATCH).map(({ item, route }) =>
+        buildAttemptFlow({
+          missionId,
+          taskId: item.task.id,
+          attempt: item.attempt,
+          queue: route.queue,
+          capability: route.capability,
+          cli: item.task.cli,
+          delayMs: item.delayMs,
+          priority: item.task.priority,
+          secret: ctx.secret,
+        }),
+      ),
+    );
+  }
+  for (const { item, route } of fresh) {
+    ctx.logger.debug(
+      { missionId, taskId: item.task.id, attempt: item.attempt, queue: route.queue },
+      route.reason,
+    );
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId: item.task.id,
+      attempt: item.attempt,
+      stage: 'route',
+      event: {
+        kind: 'route',
+        attempt: item.attempt,
+        queue: route.queue,
+        how: route.how,
+        reason: route.reason,
+        ...(item.delayMs ? { delayMs: item.delayMs } : {}),
+      },
+    });
+  }
+  return routes;
+}
+
+/** One attempt's flow; see enqueueAttempts. */
+export async function enqueueAttempt(
+  ctx: EnqueueContext,
+  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number },
+): Promise<{ queue: string; reason: string }> {
+  const [route] = await enqueueAttempts(ctx, input.missionId, [input]);
+  return { queue: route?.queue ?? '', reason: route?.reason ?? '' };
+}
+
+/** Adds the mission's one finalize job (a deterministic id, so a second add is a no-op). */
+export async function enqueueFinalize(
+  ctx: { readonly queues: QueueSet; readonly secret: string | undefined },
+  missionId: string,
+): Promise<void> {
+  await ctx.queues.get(QUEUES.mission).add(JOBS.finalize, withSignature({ missionId }, ctx.secret), {
+    jobId: finalizeJobId(missionId),
+    ...RETENTION,
+    attempts: FINALIZE_ATTEMPTS,
+  });
+}

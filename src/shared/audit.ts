@@ -1,0 +1,167 @@
+/**
+ * The audit trail's entries carry a typed event; the sentence a person reads (`message`) is a
+ * rendering of it, made once when the entry is written. The board, the metrics, the summary and
+ * reports read the event's fields, so rewording a sentence can never zero a figure.
+ */
+
+export const AUDIT_STAGES = [
+  'route',
+  'run',
+  'verify',
+  'critic',
+  'gate',
+  'answer',
+  'cancel',
+  'mission',
+] as const;
+export type AuditStage = (typeof AUDIT_STAGES)[number];
+
+export const GATE_ACTIONS = ['approve', 'retry', 'fail', 'pause', 'cancel'] as const;
+export type GateAction = (typeof GATE_ACTIONS)[number];
+
+export interface AuditCriterion {
+  readonly command: string;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  /** The last lines of its output. */
+  readonly tail: string;
+}
+
+export type AuditEvent =
+  /** A task attempt was put on a queue. */
+  | {
+      readonly kind: 'route';
+      readonly attempt: number;
+      readonly queue: string;
+      /** Which routing rule chose the queue; `waiting` when no live host can serve the task yet. */
+      readonly how: 'exact' | 'affinity' | 'internal' | 'pinned' | 'waiting';
+      readonly reason: string;
+      readonly delayMs?: number;
+    }
+  /** A CLI ran for an attempt. */
+  | {
+      readonly kind: 'run';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly exitCode: number | null;
+      readonly timedOut: boolean;
+      readonly durationMs: number;
+      readonly resultStatus: string;
+      readonly resultSource: string;
+      readonly warnings: readonly string[];
+      /** Files written outside the write scope and rolled back. */
+      readonly rolledBack: readonly string[];
+      readonly costUsd?: number;
+    }
+  /** An attempt that never started a CLI (budget spent, prompt too large). */
+  | { readonly kind: 'run-refused'; readonly reason: string }
+  /** A rate-limit reply: the attempt is not counted and the job goes back to the queue. */
+  | {
+      readonly kind: 'rate-limited';
+      readonly cli: string;
+      readonly reply: string;
+      readonly cooldownMs: number;
+    }
+  /** The CLI is not logged in or misconfigured on this host. */
+  | {
+      readonly kind: 'cli-unusable';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly reply: string;
+      readonly handedOver: boolean;
+    }
+  | { readonly kind: 'verify'; readonly passed: boolean; readonly criteria: readonly AuditCriterion[] }
+  | {
+      readonly kind: 'critic';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly score: number | null;
+      readonly verdict: 'approve' | 'reject' | null;
+      readonly issues: readonly string[];
+      readonly selfReview: boolean;
+      readonly exitCode: number | null;
+    }
+  | {
+      readonly kind: 'gate';
+      readonly action: GateAction;
+      readonly reason?: string;
+      readonly delayMs?: number;
+      readonly score?: number;
+    }
+  | { readonly kind: 'answer'; readonly text: string }
+  | {
+      readonly kind: 'mission';
+      readonly action: 'submitted' | 'finished';
+      readonly status?: string;
+      readonly tasks?: number;
+      readonly repo?: string;
+      readonly baseCommit?: string;
+      readonly branch?: string;
+    };
+
+export type AuditEventKind = AuditEvent['kind'];
+
+/** The sentence for an event, as `report`, `status` and the board show it. */
+export function renderAuditEvent(event: AuditEvent): string {
+  switch (event.kind) {
+    case 'route':
+      return `attempt ${event.attempt} → ${event.queue}: ${event.reason}${event.delayMs ? ` (starts in ${Math.round(event.delayMs / 1000)}s)` : ''}`;
+    case 'run': {
+      const notes = [
+        ...event.warnings,
+        ...(event.rolledBack.length ? [`rolled back ${event.rolledBack.length} file(s) outside scope`] : []),
+      ];
+      return `${event.cliName} exited ${event.exitCode ?? 'by signal'}${event.timedOut ? ' (timed out)' : ''} after ${Math.round(event.durationMs / 1000)}s; result ${event.resultStatus} from ${event.resultSource}${notes.length ? `; ${notes.join('; ')}` : ''}`;
+    }
+    case 'run-refused':
+      return event.reason;
+    case 'rate-limited':
+      return `rate limited (attempt not counted, back to the queue): ${event.reply}`;
+    case 'cli-unusable':
+      return `${event.cliName}: ${event.reply}${event.handedOver ? ' (another host will take the task)' : ' (no live host can serve the task)'}`;
+    case 'verify':
+      return `exit criteria ${event.passed ? 'passed' : 'failed'}: ${event.criteria
+        .map((c) => `${c.exitCode === 0 && !c.timedOut ? '✓' : '✗'} ${c.command}`)
+        .join('; ')}`;
+    case 'critic': {
+      const self = event.selfReview ? ' (no other reviewer CLI in the cluster: self-review)' : '';
+      if (event.score === null)
+        return `critic ${event.cliName}: no verdict could be read (exit ${event.exitCode})`;
+      const issues = event.issues.length ? ` — ${event.issues.join('; ')}` : '';
+      return `critic ${event.cliName}${self}: score ${event.score}/10, ${event.verdict ?? 'no verdict'}${issues}`;
+    }
+    case 'gate':
+      return renderGate(event);
+    case 'answer':
+      return `answered: ${event.text}`;
+    case 'mission':
+      return event.action === 'submitted'
+        ? `submitted: ${event.tasks ?? 0} tasks, workspace ${event.repo ?? '?'} at ${(event.baseCommit ?? '').slice(0, 12)}, integration branch ${event.branch ?? '?'}`
+        : `mission ${event.status ?? 'finished'}`;
+  }
+}
+
+function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {
+  switch (event.action) {
+    case 'approve':
+      return `approved${event.score !== undefined ? ` (score ${event.score})` : ''}`;
+    case 'retry':
+      return `retry in ${Math.round((event.delayMs ?? 0) / 1000)}s: ${event.reason ?? ''}`;
+    case 'fail':
+      return `failed: ${event.reason ?? ''}`;
+    case 'pause':
+      return `paused: ${event.reason ?? ''}`;
+    case 'cancel':
+      return 'cancelled';
+  }
+}
+
+/** True when the event records a CLI process that really ran (the summary's count of them). */
+export function spawnedCli(event: AuditEvent | undefined): boolean {
+  return (
+    event?.kind === 'run' ||
+    event?.kind === 'critic' ||
+    event?.kind === 'rate-limited' ||
+    event?.kind === 'cli-unusable'
+  );
+}

@@ -1,0 +1,57 @@
+import type { CliGroups } from '../agent/cli-groups.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { Adapter } from '../shared/adapter.js';
+import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import type { Semaphore } from '../shared/semaphore.js';
+import type { MissionRecord, MissionStore } from '../store/mission-store.js';
+
+/** A CLI this host detected, with what detection said. */
+export interface HostCli {
+  readonly adapter: Adapter;
+  readonly version?: string;
+}
+
+/** Everything a job processor on this host needs, built once by createHost(). */
+export interface HostContext {
+  readonly hostId: string;
+  readonly config: Config;
+  /** config.secret, named for the enqueue functions: every job a host adds is signed with it. */
+  readonly secret: string | undefined;
+  readonly logger: Logger;
+  readonly store: MissionStore;
+  readonly queues: QueueSet;
+  /** Detected CLIs in adapter file order. */
+  readonly clis: readonly HostCli[];
+  /** The adapter that serves dispatch.internal on this host, if configured. */
+  readonly internalCli?: string;
+  readonly slots: Semaphore;
+  readonly cliSlots: ReadonlyMap<string, Semaphore>;
+  readonly cacheDir: string;
+  /** The process groups of the CLIs (and criteria) running on this host, recorded on disk. */
+  readonly cliGroups: CliGroups;
+  readonly workRoot: string;
+  /** CLIs this host stopped advertising, with the CLI's own message. */
+  readonly disabled: Map<string, string>;
+  /** CLIs cooling down after a rate limit, until a time in ms. */
+  readonly coolingUntil: Map<string, number>;
+  /** Called when what the host advertises changed (a CLI disabled or cooling down). */
+  readonly onAdvertisedChange: () => Promise<void>;
+  /** Specs are immutable once submitted, so a host reads each mission's once. */
+  readonly missions: Map<string, MissionRecord>;
+}
+
+export async function missionRecord(ctx: HostContext, missionId: string): Promise<MissionRecord> {
+  const cached = ctx.missions.get(missionId);
+  if (cached) return cached;
+  const record = await ctx.store.getMission(missionId);
+  ctx.missions.set(missionId, record);
+  return record;
+}
+
+/** The CLIs usable right now: detected, not disabled, not cooling down. */
+export function usableClis(ctx: HostContext, now = Date.now()): HostCli[] {
+  return ctx.clis.filter(
+    (c) => !ctx.disabled.has(c.adapter.cli) && (ctx.coolingUntil.get(c.adapter.cli) ?? 0) <= now,
+  );
+}

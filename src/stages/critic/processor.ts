@@ -1,0 +1,162 @@
+import type { Job } from 'bullmq';
+import { resolveModel } from '../../agent/invocation.js';
+import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { tail } from '../../agent/spawn.js';
+import { pickReviewer } from '../../queue/match.js';
+import type { CriticResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
+import { FlotillaError } from '../../shared/errors.js';
+import { checkoutForVerify, diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
+import { openRepoCache } from '../../workspace/repo-cache.js';
+import { type HostContext, missionRecord, usableClis } from '../context.js';
+import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
+import { giveBack } from '../run/choose-cli.js';
+import { acquireSlots } from '../slots.js';
+import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
+import { buildReviewPrompt } from './review-prompt.js';
+import { parseVerdict } from './verdict.js';
+
+/**
+ * How often a critic job is handed back so a host with another CLI can review, before self-review.
+ * Every host serves the critic queue and competes for a handed-back job, so with two hosts that
+ * cannot review and one that can, a count of 5 let the wrong host win six times in a row about one
+ * time in eleven; 40 rounds (about 20 s at 500 ms) make that vanishingly rare.
+ */
+const MAX_HANDBACKS = 40;
+const HANDBACK_DELAY_MS = 500;
+
+/**
+ * The critic: a reviewer on a CLI other than the builder's whenever the cluster has one. Every
+ * host serves this queue; a host whose only reviewer is the builder's own CLI hands the job back
+ * while another live host has a different code_review CLI.
+ */
+export async function reviewAttempt(
+  ctx: HostContext,
+  job: Job<StageJobData>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<CriticResult> {
+  assertSigned(ctx, job);
+  const { missionId, taskId, attempt } = job.data;
+  const verify = await childValue<VerifyResult>(job);
+  if (!verify)
+    return { verify: lostRun((await ignoredChildFailure(job)) ?? 'the verify job failed'), ran: false };
+  const { spec, meta } = await missionRecord(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  if (!verify.passed || !task.critic || (await ctx.store.isCancelled(missionId)))
+    return { verify, ran: false };
+
+  const builder = verify.run.cli;
+  const reviewer = pickReviewer(
+    builder,
+    usableClis(ctx).map((c) => c.adapter),
+  );
+  if (!reviewer || reviewer.selfReview || !reviewer.config.capabilities.includes('code_review')) {
+    const elsewhere = (await ctx.store.liveHosts()).some(
+      (h) =>
+        h.hostId !== ctx.hostId &&
+        h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
+    );
+    // The count lives beside the job, not in its (signed) data.
+    const handbacks = elsewhere ? await ctx.store.countHandback(job.id ?? '') : 0;
+    // A host with no CLI at all cannot self-review: it hands back for as long as another host can.
+    const cannotReviewHere = !reviewer && usableClis(ctx).length === 0;
+    if (elsewhere && (handbacks <= MAX_HANDBACKS || cannotReviewHere)) {
+      return giveBack(job, token, HANDBACK_DELAY_MS);
+    }
+  }
+  const adapter = reviewer ?? usableClis(ctx)[0]?.adapter;
+  if (!adapter) return { verify, ran: false, error: 'no CLI on this host can review' };
+
+  // Reviews count against the host's slots and the reviewer CLI's own max_concurrent, like runs.
+  const release = await acquireSlots(ctx, adapter.cli, signal);
+  let cleanup: (() => Promise<void>) | undefined;
+  try {
+    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
+    const checkout = await checkoutForVerify({
+      cache,
+      branch: verify.run.branch ?? '',
+      workRoot: ctx.workRoot,
+    });
+    cleanup = checkout.cleanup;
+    await ctx.store.mark(missionId, taskId, attempt, 'reviewing');
+    await ctx.store.emit({
+      missionId,
+      taskId,
+      attempt,
+      type: 'task',
+      status: 'reviewing',
+      message: `reviewing with ${adapter.displayName}`,
+    });
+    const diff = await diffAgainstIntegration({ cache, missionId, branch: verify.run.branch ?? '' });
+    const paths = dispatchPaths(adapter, `${taskId}-a${attempt}-review`);
+    const prompt = buildReviewPrompt({
+      task,
+      diff,
+      criteria: verify.criteria,
+      resultPath: paths.resultPath,
+      minScore: task.minScore,
+      attempt,
+    });
+    const run = await invokeAgent({
+      adapter,
+      cwd: checkout.dir,
+      paths,
+      prompt,
+      model: resolveModel(adapter, 'check'),
+      timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+      signal,
+      groups: ctx.cliGroups,
+    });
+    const { outcome, usage } = run;
+    const resultText = run.resultFileText ?? run.answer;
+    const verdict = parseVerdict(resultText, task.minScore);
+    if (usage?.costUsd) await ctx.store.addCost(missionId, usage.costUsd);
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'critic',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      event: {
+        kind: 'critic',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        score: verdict?.score ?? null,
+        verdict: verdict?.verdict ?? null,
+        issues: verdict?.issues ?? [],
+        selfReview: reviewer?.selfReview === true || adapter.cli === builder,
+        exitCode: outcome.exitCode,
+      },
+      files: {
+        'review-prompt.md': prompt,
+        'review.md': resultText,
+        'review-stderr.txt': tail(outcome.stderr, 10_000),
+      },
+    });
+    if (outcome.cancelled) {
+      if (signal?.reason !== MISSION_CANCELLED)
+        throw new Error(`review stopped: ${String(signal?.reason ?? 'aborted')}`);
+      return { verify, ran: false, error: 'cancelled' };
+    }
+    if (!verdict) {
+      return {
+        verify,
+        ran: true,
+        cli: adapter.cli,
+        error: `the reviewer wrote no readable verdict (exit ${outcome.exitCode}): ${tail(outcome.stderr || resultText, 500)}`,
+      };
+    }
+    return {
+      verify,
+      ran: true,
+      cli: adapter.cli,
+      verdict,
+      ...(usage?.costUsd ? { costUsd: usage.costUsd } : {}),
+    };
+  } finally {
+    release();
+    await cleanup?.();
+  }
+}

@@ -1,0 +1,241 @@
+import type { Job } from 'bullmq';
+import { promptTooLarge, resolveModel } from '../../agent/invocation.js';
+import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
+import { FlotillaError } from '../../shared/errors.js';
+import type { TaskSpec } from '../../shared/mission.js';
+import { checkoutAttempt } from '../../workspace/attempt-checkout.js';
+import { openRepoCache } from '../../workspace/repo-cache.js';
+import { removeWorktree } from '../../workspace/worktree.js';
+import { type HostCli, type HostContext, missionRecord } from '../context.js';
+import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
+import { assertLockHeld } from '../lock-fence.js';
+import { acquireSlots } from '../slots.js';
+import { chooseCli, giveBack } from './choose-cli.js';
+import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
+import { finishRun } from './finish.js';
+import { assemblePrompt } from './prompt.js';
+import { gatherPromptFacts } from './prompt-input.js';
+
+/**
+ * The run stage: prompt → CLI → result → write scope → commit → push, on a checkout of its own.
+ * It returns a verdict for the gate and throws only for infrastructure faults (a shutdown or a
+ * lost lock hands the job to another host). A rate limit or a login problem is not an attempt.
+ */
+export async function runAttempt(
+  ctx: HostContext,
+  job: Job<RunJobData>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<RunResult> {
+  assertSigned(ctx, job);
+  const { missionId, taskId, attempt } = job.data;
+  const startedAt = Date.now();
+  const { spec, meta } = await missionRecord(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  const base = { cli: '', host: ctx.hostId, resultStatus: 'unknown' as const, summary: '', durationMs: 0 };
+  if (await ctx.store.isCancelled(missionId))
+    return { ...base, outcome: 'cancelled', summary: 'mission cancelled' };
+  const overBudget = await budgetSpent(ctx, missionId, spec.budgetUsd);
+  if (overBudget) {
+    // The gate stops retries once the budget is spent; this stops the attempts it did not start
+    // (a dependent released by an approval, a retry enqueued while another task spent the rest).
+    const error = `${overBudget}; attempt ${attempt} not started`;
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      event: { kind: 'run-refused', reason: error },
+    });
+    return { ...base, outcome: 'failed', fatal: true, summary: error, error };
+  }
+  const chosen = chooseCli(ctx, job.data, task);
+  // Pinned to a CLI this host lacks, or all of its CLIs for the queue are cooling down.
+  if (!chosen) return giveBack(job, token, NO_CLI_GIVE_BACK_MS);
+
+  const release = await acquireSlots(ctx, chosen.adapter.cli, signal);
+  let checkoutDir: string | undefined;
+  try {
+    const marked = await ctx.store.mark(missionId, taskId, attempt, 'running', {
+      cli: chosen.adapter.cli,
+      host: ctx.hostId,
+      startedAt: new Date().toISOString(),
+      error: null,
+    });
+    if (!marked)
+      return {
+        ...base,
+        cli: chosen.adapter.cli,
+        outcome: 'failed',
+        summary: 'stale attempt',
+        error: 'stale',
+      };
+    await ctx.store.emit({
+      missionId,
+      taskId,
+      attempt,
+      type: 'task',
+      status: 'running',
+      message: `running on ${ctx.hostId} with ${chosen.adapter.displayName}`,
+    });
+    const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
+    const checkout = await checkoutAttempt({ cache, missionId, taskId, attempt, workRoot: ctx.workRoot });
+    checkoutDir = checkout.dir;
+    // `return await` inside try: a bare `return` runs the finally (an awaited worktree removal)
+    // while a rejected promise goes unobserved, and Node ends the host on the unhandled rejection.
+    return await runInCheckout(ctx, { job, token, signal, task, cli: chosen, dir: checkout.dir, startedAt });
+  } finally {
+    release();
+    if (checkoutDir) await removeWorktree(checkoutDir);
+  }
+}
+
+interface RunInput {
+  readonly job: Job<RunJobData>;
+  readonly token: string | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly task: TaskSpec;
+  readonly cli: HostCli;
+  readonly dir: string;
+  readonly startedAt: number;
+}
+
+async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResult> {
+  const { job, task, dir } = input;
+  const { adapter } = input.cli;
+  const { missionId, taskId, attempt } = job.data;
+  const { spec } = await missionRecord(ctx, missionId);
+  const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId, cli: adapter.cli });
+  const failed = (summary: string, error: string, fatal = false): RunResult => ({
+    outcome: 'failed',
+    cli: adapter.cli,
+    host: ctx.hostId,
+    resultStatus: 'unknown',
+    summary,
+    error,
+    ...(fatal ? { fatal } : {}),
+    durationMs: Date.now() - input.startedAt,
+  });
+
+  const paths = dispatchPaths(adapter, dispatchTaskId(taskId, attempt));
+  const facts = await gatherPromptFacts(ctx.store, { missionId, spec, task, attempt }, paths.resultPath);
+  const prompt = assemblePrompt(facts.input);
+  if (promptTooLarge(adapter, prompt)) {
+    const max = adapter.config.max_prompt_size ?? adapter.maxPromptSize;
+    return failed(
+      'prompt too large',
+      `prompt of ${prompt.length} characters exceeds ${adapter.displayName}'s max_prompt_size (${max}); not sent truncated`,
+      true,
+    );
+  }
+  log.info(
+    { command: adapter.config.invoke_command, delivery: adapter.config.prompt_delivery },
+    'starting CLI',
+  );
+  const run = await invokeAgent({
+    adapter,
+    cwd: dir,
+    paths,
+    prompt,
+    model: resolveModel(adapter, facts.modelTier),
+    timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+    signal: input.signal,
+    groups: ctx.cliGroups,
+  });
+  if (run.invocation.note) log.info(run.invocation.note);
+
+  const reply = run.replyClass;
+  const otherHostCanServe =
+    reply?.kind === 'auth' &&
+    (await ctx.store.liveHosts()).some((h) =>
+      h.clis.some(
+        (c) =>
+          c.capabilities.includes(job.data.capability) && (h.hostId !== ctx.hostId || c.cli !== adapter.cli),
+      ),
+    );
+  const action = decideReply(reply, {
+    cliName: adapter.displayName,
+    ...(adapter.config.cooldown_ms !== undefined ? { cooldownMs: adapter.config.cooldown_ms } : {}),
+    otherHostCanServe,
+  });
+  const audit = {
+    at: new Date().toISOString(),
+    taskId,
+    attempt,
+    stage: 'run' as const,
+    host: ctx.hostId,
+    cli: adapter.cli,
+  };
+  if (action.action === 'cool-down' && reply) {
+    ctx.coolingUntil.set(adapter.cli, Date.now() + action.cooldownMs);
+    log.warn({ cooldownMs: action.cooldownMs }, `${adapter.displayName} is rate limited: ${reply.message}`);
+    await ctx.onAdvertisedChange();
+    await ctx.store.audit(missionId, {
+      ...audit,
+      event: { kind: 'rate-limited', cli: adapter.cli, reply: reply.message, cooldownMs: action.cooldownMs },
+    });
+    await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
+    return await giveBack(job, input.token, action.giveBackMs);
+  }
+  if ((action.action === 'hand-over' || action.action === 'fail') && reply) {
+    ctx.disabled.set(adapter.cli, reply.message);
+    log.error(`${adapter.displayName} is not usable on this host: ${reply.message}`);
+    await ctx.onAdvertisedChange();
+    await ctx.store.audit(missionId, {
+      ...audit,
+      event: {
+        kind: 'cli-unusable',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        reply: reply.message,
+        handedOver: action.action === 'hand-over',
+      },
+    });
+    if (action.action === 'fail') return failed(`${adapter.displayName} cannot run`, action.error, true);
+    await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
+    return await giveBack(job, input.token, action.giveBackMs);
+  }
+  if (run.outcome.cancelled) {
+    // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
+    if (input.signal?.reason !== MISSION_CANCELLED)
+      throw new Error(`CLI stopped: ${String(input.signal?.reason ?? 'aborted')}`);
+    return {
+      outcome: 'cancelled',
+      cli: adapter.cli,
+      host: ctx.hostId,
+      resultStatus: 'unknown',
+      summary: 'cancelled; the CLI was stopped',
+      durationMs: Date.now() - input.startedAt,
+    };
+  }
+  return finishRun(ctx, {
+    missionId,
+    task,
+    attempt,
+    adapter,
+    dir,
+    paths,
+    prompt,
+    run,
+    ...(facts.allowedPaths ? { allowedPaths: facts.allowedPaths } : {}),
+    costBefore: facts.costUsd,
+    startedAt: input.startedAt,
+    // A host whose job moved elsewhere meanwhile (lost lock) must not publish over the new run.
+    beforePublish: () => assertLockHeld(job, input.token, ctx.config.lockMs),
+  });
+}
+
+/** The reason no new attempt may start, or null while the mission's budget_usd is not spent. */
+async function budgetSpent(
+  ctx: HostContext,
+  missionId: string,
+  budgetUsd: number | undefined,
+): Promise<string | null> {
+  if (budgetUsd === undefined) return null;
+  // Read fresh: the cached mission record holds the cost at the time it was first loaded.
+  const spent = await ctx.store.addCost(missionId, 0);
+  return spent >= budgetUsd ? `budget of $${budgetUsd} spent ($${spent.toFixed(2)})` : null;
+}

@@ -1,0 +1,120 @@
+import type { Job } from 'bullmq';
+import { spawnProcess, tail } from '../../agent/spawn.js';
+import type { CriterionResult, RunResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
+import { FlotillaError } from '../../shared/errors.js';
+import { checkoutForVerify } from '../../workspace/attempt-checkout.js';
+import { openRepoCache } from '../../workspace/repo-cache.js';
+import { type HostContext, missionRecord } from '../context.js';
+import { assertSigned } from '../job-guard.js';
+
+/** One criterion may take at most this long; the task's timeout caps it further. */
+const CRITERION_TIMEOUT_MS = 5 * 60_000;
+
+/** The value a child returned, or undefined when it failed (its failure was ignored for us). */
+export async function childValue<T>(job: Job): Promise<T | undefined> {
+  const values = Object.values(await job.getChildrenValues()) as T[];
+  return values[0];
+}
+
+/**
+ * What a stage passes up when the stage below it failed as infrastructure (its BullMQ attempts
+ * ran out): a failed run, so the gate retries the task with the failure as context.
+ */
+export function lostRun(failure: string): VerifyResult {
+  const run: RunResult = {
+    outcome: 'failed',
+    cli: '',
+    host: '',
+    resultStatus: 'unknown',
+    summary: '',
+    error: `infrastructure: ${failure}`,
+    durationMs: 0,
+  };
+  return { run, ran: false, passed: false, criteria: [] };
+}
+
+export async function ignoredChildFailure(job: Job): Promise<string | undefined> {
+  const failures = Object.values(await job.getIgnoredChildrenFailures());
+  return failures[0] ? String(failures[0]) : undefined;
+}
+
+/**
+ * Exit criteria are the one place a shell belongs: they are the mission author's own commands,
+ * run with `bash -c` in a checkout of the attempt's branch, each with a timeout.
+ */
+export async function verifyAttempt(
+  ctx: HostContext,
+  job: Job<StageJobData>,
+  signal?: AbortSignal,
+): Promise<VerifyResult> {
+  assertSigned(ctx, job);
+  const { missionId, taskId, attempt } = job.data;
+  const run = await childValue<RunResult>(job);
+  if (!run) return lostRun((await ignoredChildFailure(job)) ?? 'the run job failed');
+  if (run.outcome !== 'done' || !run.branch) return { run, ran: false, passed: false, criteria: [] };
+  const { spec, meta } = await missionRecord(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  await ctx.store.mark(missionId, taskId, attempt, 'verifying');
+  await ctx.store.emit({
+    missionId,
+    taskId,
+    attempt,
+    type: 'task',
+    status: 'verifying',
+    message: `verifying ${task.exitCriteria.length} exit criteria`,
+  });
+  const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
+  const checkout = await checkoutForVerify({ cache, branch: run.branch, workRoot: ctx.workRoot });
+  const criteria: CriterionResult[] = [];
+  try {
+    for (const command of task.exitCriteria) {
+      const outcome = await spawnProcess({
+        command: 'bash',
+        args: ['-c', command],
+        cwd: checkout.dir,
+        timeoutMs: Math.min(CRITERION_TIMEOUT_MS, task.timeoutMs),
+        signal,
+        maxOutputBytes: 4 * 1024 * 1024,
+        groups: ctx.cliGroups,
+      });
+      const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
+      criteria.push({
+        command,
+        exitCode: outcome.exitCode,
+        timedOut: outcome.timedOut,
+        tail: tail(output, 1_500),
+      });
+    }
+  } finally {
+    await checkout.cleanup();
+  }
+  if (signal?.aborted) throw new Error(`verify stopped: ${String(signal.reason ?? 'aborted')}`);
+  const passed = criteria.every((c) => c.exitCode === 0 && !c.timedOut);
+  await ctx.store.audit(missionId, {
+    at: new Date().toISOString(),
+    taskId,
+    attempt,
+    stage: 'verify',
+    host: ctx.hostId,
+    event: {
+      kind: 'verify',
+      passed,
+      criteria: criteria.map((c) => ({
+        command: c.command,
+        exitCode: c.exitCode,
+        timedOut: c.timedOut,
+        tail: tail(c.tail, 2_000),
+      })),
+    },
+    files: {
+      'criteria.txt': criteria
+        .map(
+          (c) =>
+            `$ ${c.command}\n# exit ${c.exitCode ?? 'none'}${c.timedOut ? ' (timed out)' : ''}\n${c.tail}\n`,
+        )
+        .join('\n'),
+    },
+  });
+  return { run, ran: true, passed, criteria };
+}

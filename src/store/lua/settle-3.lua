@@ -1,0 +1,87 @@
+-- The gate's transition, exactly once per attempt. A replay (the gate job delivered twice) is
+-- not applied again but returns what the first run released, so the caller can re-add the same
+-- flows idempotently. Approval releases each dependent whose dependencies are all completed;
+-- failure and cancel mark every transitive pending dependent.
+-- KEYS: 1 meta, 2 tasks, 3 graph (task id -> { deps, dependents } JSON).
+-- ARGV: 1 taskId, 2 attempt, 3 action (approve|retry|fail|cancel|pause|answer), 4 patch JSON, 5 now.
+-- Returns { code, applied, settled, missionStatus, taskStatus, attempts, released[], skipped[] };
+-- code 0 = ok, -1 = unknown task (LUA_CODES in scripts.ts).
+local taskId, attempt, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local patch = cjson.decode(ARGV[4])
+local now = ARGV[5]
+local t = get(taskId)
+if not t then return { -1 } end
+local function result(applied, released, skipped)
+  local status = redis.call('HGET', KEYS[1], 'status')
+  local finished = redis.call('HGET', KEYS[1], 'finishedAt')
+  return { 0, applied and 1 or 0, finished and 1 or 0, status, t.status, t.attempts, released, skipped }
+end
+local stale = t.attempts ~= attempt or terminal(t.status)
+  or (action ~= 'answer' and t.status == 'needs_input')
+  or (action == 'answer' and t.status ~= 'needs_input')
+if stale then
+  local released = t.released or {}
+  if t.status ~= 'completed' then released = {} end
+  return result(false, released, {})
+end
+for k, v in pairs(patch) do t[k] = v end
+t.finishedAt = nil
+local released, skipped = {}, {}
+if action == 'approve' then
+  t.status = 'completed'
+  t.finishedAt = now
+  local node = cjson.decode(redis.call('HGET', KEYS[3], taskId))
+  put(taskId, t)
+  for _, d in ipairs(node.dependents) do
+    local dt = get(d)
+    if dt and dt.status == 'pending' then
+      local dnode = cjson.decode(redis.call('HGET', KEYS[3], d))
+      local ready = true
+      for _, dep in ipairs(dnode.deps) do
+        local depState = get(dep)
+        if not depState or depState.status ~= 'completed' then ready = false break end
+      end
+      if ready then
+        dt.status = 'queued'
+        dt.attempts = 1
+        put(d, dt)
+        table.insert(released, d)
+      end
+    end
+  end
+  t.released = released
+elseif action == 'retry' then
+  t.status = 'retrying'
+  t.attempts = attempt + 1
+elseif action == 'fail' or action == 'cancel' then
+  t.status = (action == 'fail') and 'failed' or 'cancelled'
+  t.finishedAt = now
+  local queue = { taskId }
+  local seen = { [taskId] = true }
+  while #queue > 0 do
+    local current = table.remove(queue, 1)
+    local node = cjson.decode(redis.call('HGET', KEYS[3], current))
+    for _, d in ipairs(node.dependents) do
+      if not seen[d] then
+        seen[d] = true
+        local dt = get(d)
+        if dt and dt.status == 'pending' then
+          dt.status = (action == 'fail') and 'skipped' or 'cancelled'
+          dt.error = (action == 'fail') and ('dependency ' .. taskId .. ' failed') or 'mission cancelled'
+          dt.finishedAt = now
+          put(d, dt)
+          table.insert(skipped, d)
+        end
+        table.insert(queue, d)
+      end
+    end
+  end
+elseif action == 'pause' then
+  t.status = 'needs_input'
+elseif action == 'answer' then
+  t.status = 'queued'
+  t.attempts = attempt + 1
+end
+put(taskId, t)
+settle(now)
+return result(true, released, skipped)

@@ -1,0 +1,114 @@
+/**
+ * Checkouts for the stages of an attempt: the run stage works on a fresh attempt branch from the
+ * integration branch; verify and critic (on any host) look at what the run stage pushed.
+ */
+import { attemptBranch, integrationBranch } from '../shared/contracts.js';
+import { FlotillaError } from '../shared/errors.js';
+import { runGit } from './git.js';
+import type { RepoCache } from './repo-cache.js';
+import { addWorktree, removeWorktree, uniqueWorkDir } from './worktree.js';
+
+export interface CheckoutAttemptOptions {
+  readonly cache: RepoCache;
+  readonly missionId: string;
+  readonly taskId: string;
+  readonly attempt: number;
+  readonly workRoot: string;
+}
+
+export interface AttemptCheckout {
+  readonly dir: string;
+  readonly branch: string;
+  /** The integration branch's commit the attempt started from. */
+  readonly baseCommit: string;
+}
+
+/** The latest integration commit, after a fetch; a clear error when the mission was never prepared. */
+export async function integrationCommit(cache: RepoCache, missionId: string): Promise<string> {
+  const branch = integrationBranch(missionId);
+  const commit = await cache.remoteCommit(branch);
+  if (!commit) {
+    throw new FlotillaError(
+      'git/failed',
+      `${cache.repo}: integration branch ${branch} not found (was the mission prepared?)`,
+    );
+  }
+  return commit;
+}
+
+export async function checkoutAttempt(options: CheckoutAttemptOptions): Promise<AttemptCheckout> {
+  const { cache, missionId, taskId, attempt } = options;
+  await cache.fetch([integrationBranch(missionId)]);
+  const baseCommit = await integrationCommit(cache, missionId);
+  const branch = attemptBranch(missionId, taskId, attempt);
+  const dir = uniqueWorkDir(options.workRoot, missionId, `${taskId}-a${attempt}`);
+  // `-B` resets a branch left by an earlier delivery of this job to the integration branch.
+  await addWorktree(cache, { dir, branch, commit: baseCommit });
+  return { dir, branch, baseCommit };
+}
+
+export interface CheckoutForVerifyOptions {
+  readonly cache: RepoCache;
+  readonly branch: string;
+  readonly workRoot: string;
+}
+
+export interface VerifyCheckout {
+  readonly dir: string;
+  readonly commit: string;
+  /** Removes the worktree; never throws. */
+  cleanup(): Promise<void>;
+}
+
+export async function checkoutForVerify(options: CheckoutForVerifyOptions): Promise<VerifyCheckout> {
+  const { cache, branch } = options;
+  await cache.fetch([branch]);
+  const commit = await cache.remoteCommit(branch);
+  if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
+  const segments = branch.replace(/^flotilla\//, '').split('/');
+  const last = segments.pop() ?? 'verify';
+  const dir = uniqueWorkDir(options.workRoot, ...segments, `${last}-verify`);
+  // Detached, so several hosts or stages may look at one attempt at the same time.
+  await addWorktree(cache, { dir, commit });
+  return { dir, commit, cleanup: () => removeWorktree(dir) };
+}
+
+export interface DiffAgainstIntegrationOptions {
+  readonly cache: RepoCache;
+  readonly missionId: string;
+  readonly branch: string;
+  /** Characters kept; the rest is cut with a note saying so. Default 100 000. */
+  readonly maxChars?: number;
+}
+
+export const DEFAULT_DIFF_CAP = 100_000;
+
+/**
+ * A unified diff of the attempt branch against the point where it left the integration branch (the
+ * three-dot form), so work integrated since by other tasks does not show up as this attempt's. The
+ * `.planning/` audit files are left out: the critic gets the task and results separately.
+ */
+export async function diffAgainstIntegration(options: DiffAgainstIntegrationOptions): Promise<string> {
+  const { cache, missionId, branch } = options;
+  const cap = options.maxChars ?? DEFAULT_DIFF_CAP;
+  const integration = integrationBranch(missionId);
+  await cache.fetch([integration, branch]);
+  for (const name of [integration, branch]) {
+    if (!(await cache.remoteCommit(name)))
+      throw new FlotillaError('git/failed', `${cache.repo}: branch ${name} not found`);
+  }
+  const args = [
+    'diff',
+    '--no-color',
+    '--no-ext-diff',
+    '--find-renames',
+    `refs/remotes/origin/${integration}...refs/remotes/origin/${branch}`,
+    '--',
+    '.',
+    ':(exclude).planning/',
+  ];
+  // Reading a few bytes past the cap is enough to know the diff was cut; a huge diff is never read whole.
+  const result = await runGit(args, { cwd: cache.dir, maxBuffer: cap + 1 });
+  if (!result.truncated && result.stdout.length <= cap) return result.stdout;
+  return `${result.stdout.slice(0, cap)}\n[diff truncated at ${cap} characters]\n`;
+}

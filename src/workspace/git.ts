@@ -1,0 +1,193 @@
+/**
+ * A small typed wrapper around the git executable: argument arrays only (no shell), an environment
+ * that makes git's output predictable, and the two error codes flotilla uses for git.
+ */
+import { execa } from 'execa';
+import { FlotillaError } from '../shared/errors.js';
+
+export interface GitOptions {
+  /** Directory to run in (passed as `git -C <cwd>`, so a missing directory is git's error, not a spawn error). */
+  readonly cwd?: string;
+  /** Extra environment; merged over the cleaned process environment. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Bytes written to git's stdin. */
+  readonly input?: string;
+  /** When true, a non-zero exit is returned instead of thrown. */
+  readonly allowFailure?: boolean;
+  /** Output above this many bytes is cut and `truncated` is set; the command is not failed for it. */
+  readonly maxBuffer?: number;
+  readonly timeoutMs?: number;
+}
+
+export interface GitResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly truncated: boolean;
+}
+
+/** Network operations (fetch, push, clone) should fail, not hang a job for ever. */
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_MAX_BUFFER = 64 * 1024 * 1024;
+
+/**
+ * Variables that would point git at another repository or index. They are set when flotilla runs
+ * inside a git hook (a test run from pre-commit, say) and would silently redirect every command.
+ */
+const REPO_LOCAL_VARIABLES = [
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_COMMON_DIR',
+  'GIT_PREFIX',
+  'GIT_NAMESPACE',
+];
+
+function gitEnvironment(extra: GitOptions['env']): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !REPO_LOCAL_VARIABLES.includes(key)) env[key] = value;
+  }
+  // English messages, so push rejections and conflicts can be recognised; never wait for a password.
+  env.LC_ALL = 'C';
+  env.LANGUAGE = 'C';
+  env.GIT_TERMINAL_PROMPT = '0';
+  for (const [key, value] of Object.entries(extra ?? {})) {
+    if (value === undefined) delete env[key];
+    else env[key] = value;
+  }
+  return env;
+}
+
+function firstLine(text: string): string {
+  const line = text
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.length > 0);
+  return line ?? '';
+}
+
+/** Describes a failed command the way the error contract asks: `git <args>: <stderr first line>`. */
+export function describeGitFailure(
+  args: readonly string[],
+  result: Pick<GitResult, 'stderr' | 'stdout'>,
+): string {
+  const reason = firstLine(result.stderr) || firstLine(result.stdout) || 'failed';
+  return `git ${args.join(' ')}: ${reason}`;
+}
+
+export async function runGit(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
+  const fullArgs = options.cwd === undefined ? [...args] : ['-C', options.cwd, ...args];
+  const result = await execa('git', fullArgs, {
+    reject: false,
+    extendEnv: false,
+    env: gitEnvironment(options.env),
+    input: options.input,
+    stdin: options.input === undefined ? 'ignore' : 'pipe',
+    stripFinalNewline: false,
+    maxBuffer: options.maxBuffer ?? DEFAULT_MAX_BUFFER,
+    timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  });
+  if (result.code === 'ENOENT' && result.exitCode === undefined) {
+    throw new FlotillaError('git/missing', 'git is not installed or not on PATH');
+  }
+  const stdout = typeof result.stdout === 'string' ? result.stdout : '';
+  const stderr = typeof result.stderr === 'string' ? result.stderr : '';
+  if (result.isMaxBuffer) return { exitCode: 0, stdout, stderr, truncated: true };
+  if (result.timedOut) {
+    throw new FlotillaError('git/failed', `git ${args.join(' ')}: timed out after ${result.durationMs} ms`);
+  }
+  const exitCode = result.exitCode ?? -1;
+  if (exitCode !== 0 && !options.allowFailure) {
+    throw new FlotillaError('git/failed', describeGitFailure(args, { stdout, stderr }));
+  }
+  return { exitCode, stdout, stderr, truncated: false };
+}
+
+/** Runs git and returns its stdout without the trailing newline; throws on a non-zero exit. */
+export async function readGit(
+  args: readonly string[],
+  options: Omit<GitOptions, 'allowFailure'> = {},
+): Promise<string> {
+  const result = await runGit(args, options);
+  return result.stdout.replace(/\n$/, '');
+}
+
+/** The commit a revision names, or null when it names none (a missing branch, say). */
+export async function resolveCommit(cwd: string, revision: string): Promise<string | null> {
+  const result = await runGit(
+    ['rev-parse', '--verify', '--quiet', '--end-of-options', `${revision}^{commit}`],
+    {
+      cwd,
+      allowFailure: true,
+    },
+  );
+  return result.exitCode === 0 ? result.stdout.trim() : null;
+}
+
+export async function isAncestor(cwd: string, ancestor: string, descendant: string): Promise<boolean> {
+  const result = await runGit(['merge-base', '--is-ancestor', ancestor, descendant], {
+    cwd,
+    allowFailure: true,
+  });
+  if (result.exitCode === 0) return true;
+  if (result.exitCode === 1) return false;
+  throw new FlotillaError(
+    'git/failed',
+    describeGitFailure(['merge-base', '--is-ancestor', ancestor, descendant], result),
+  );
+}
+
+export const FALLBACK_IDENTITY = { name: 'flotilla', email: 'flotilla@localhost' } as const;
+
+/**
+ * `-c user.name=… -c user.email=…` when git could not otherwise commit in `cwd` (no identity in the
+ * repository, global or system config, nor in the environment); empty when it can. `git var` in
+ * strict mode fails exactly when `git commit` would refuse with "Please tell me who you are".
+ */
+export async function identityArgs(cwd: string): Promise<string[]> {
+  const result = await runGit(['var', 'GIT_COMMITTER_IDENT'], { cwd, allowFailure: true });
+  if (result.exitCode === 0) return [];
+  return ['-c', `user.name=${FALLBACK_IDENTITY.name}`, '-c', `user.email=${FALLBACK_IDENTITY.email}`];
+}
+
+/**
+ * Disables the repository's and the user's hooks for flotilla's own commits, merges and pushes. An
+ * attempt's gate is its exit criteria; a husky or lint hook would otherwise run inside the worker,
+ * with the worker's environment, and could block or rewrite the agent's commit.
+ */
+export const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'] as const;
+
+const LOCK_CONTENTION = /cannot lock ref|unable to create '[^']*\.lock'|\.lock': File exists|failed to lock/i;
+/** Git reports a name clash (`a/b` beside `a/b/c`) as "cannot lock ref" too; waiting never fixes it. */
+const NAME_CLASH = /exists; cannot create|cannot process .* at the same time/i;
+
+export function isNameClash(stderr: string): boolean {
+  return NAME_CLASH.test(stderr);
+}
+
+/** True when git failed only because another writer held a ref lock for a moment. */
+export function isLockContention(stderr: string): boolean {
+  return LOCK_CONTENTION.test(stderr) && !isNameClash(stderr);
+}
+
+/**
+ * Another process on the same host (a second worker sharing the cache directory) may hold a ref
+ * lock for a moment; git then fails instead of waiting. A short retry covers that case.
+ */
+export async function retryOnLockContention(
+  run: () => Promise<GitResult>,
+  describe: (result: GitResult) => string,
+  attempts = 4,
+): Promise<GitResult> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await run();
+    if (result.exitCode === 0) return result;
+    if (attempt >= attempts || !isLockContention(result.stderr)) {
+      throw new FlotillaError('git/failed', describe(result));
+    }
+    await new Promise((done) => setTimeout(done, 100 * attempt + Math.floor(Math.random() * 100)));
+  }
+}
