@@ -23,6 +23,7 @@ import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
 import { agePriorities } from './age-priorities.js';
+import { type CloseOutcome, createClose } from './shutdown.js';
 import { sweepMissions } from './sweep.js';
 
 export interface HostOptions {
@@ -44,6 +45,8 @@ export interface HostOptions {
   readonly warnUnsigned?: boolean;
 }
 
+export type { CloseOutcome } from './shutdown.js';
+
 export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
@@ -52,15 +55,6 @@ export interface Host {
   close(options?: { force?: boolean }): Promise<CloseOutcome>;
 }
 
-export interface CloseOutcome {
-  /** Jobs still running when the grace period ended: their CLIs were killed, BullMQ re-delivers them. */
-  readonly abandoned: readonly string[];
-  /** False when Redis could not be reached at the end: the host left without unregistering. */
-  readonly redisReachable: boolean;
-}
-
-const SHUTDOWN = 'host shutting down';
-
 /**
  * How long (s) an idle worker blocks waiting for a job before it asks again. A job added to the
  * queue wakes it at once (BullMQ's marker), so this sets only the idle cost: a host serves a
@@ -68,21 +62,6 @@ const SHUTDOWN = 'host shutting down';
  * traffic. 10 s is the longest block BullMQ itself allows when delayed jobs are waiting.
  */
 const IDLE_BLOCK_S = 10;
-
-/** After the grace period, how long BullMQ's close may take before the host leaves without it. */
-const CLOSE_AFTER_GRACE_MS = 3_000;
-
-/** Waits for `work` at most `ms`; never rejects (shutdown goes on whatever one step does). */
-async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    work.catch(() => undefined),
-    new Promise((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}
 
 /** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
 const AGE_CHECK_MS = 15_000;
@@ -300,48 +279,18 @@ export async function startHost(options: HostOptions): Promise<Host> {
     `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,
   );
 
-  let closing: Promise<CloseOutcome> | undefined;
-  let forced = false;
-  const close = (closeOptions: { force?: boolean } = {}): Promise<CloseOutcome> => {
-    if (closeOptions.force && !forced) {
-      forced = true;
-      for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
-    }
-    closing ??= (async () => {
-      clearInterval(heartbeat);
-      clearInterval(sweeper);
-      clearInterval(ager);
-      const graceful = Promise.all([...workers.values()].map((w) => w.close()));
-      const grace = options.graceMs ?? 30_000;
-      const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
-      const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
-      const abandoned = finished ? [] : [...active.keys()];
-      if (!finished) {
-        logger.warn('grace period over: stopping running CLIs so their jobs move to another host');
-        for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
-        // With Redis out of reach BullMQ's close waits for commands that never return; past this
-        // the jobs are left to the stalled check, which another host runs once their locks expire.
-        await settleWithin(
-          Promise.all([...workers.values()].map((w) => w.close(true))),
-          CLOSE_AFTER_GRACE_MS,
-        );
-        // Whatever still runs (a CLI that ignored SIGTERM) is killed before this process goes.
-        await cliGroups.killLeftovers();
-      }
-      const redisReachable = redis.status === 'ready';
-      if (redisReachable) {
-        await settleWithin(removeHost(redis, config.prefix, hostId), CLOSE_AFTER_GRACE_MS);
-        await settleWithin(subscriber.quit(), CLOSE_AFTER_GRACE_MS);
-        await settleWithin(queues.close(), CLOSE_AFTER_GRACE_MS);
-        await settleWithin(redis.quit(), CLOSE_AFTER_GRACE_MS);
-      }
-      // quit() would wait in ioredis' offline queue for a Redis that is gone: drop the sockets.
-      subscriber.disconnect();
-      redis.disconnect();
-      return { abandoned, redisReachable };
-    })();
-    return closing;
-  };
+  const close = createClose({
+    workers: () => [...workers.values()],
+    activeJobs: () => [...active.keys()],
+    timers: [heartbeat, sweeper, ager],
+    graceMs: options.graceMs ?? 30_000,
+    logger,
+    killLeftovers: () => cliGroups.killLeftovers(),
+    redis,
+    subscriber,
+    queues,
+    unregister: () => removeHost(redis, config.prefix, hostId),
+  });
 
   return {
     hostId,
