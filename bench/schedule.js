@@ -15,7 +15,7 @@
 import { Queue } from 'bullmq';
 import { runPriorities } from '../dist/queue/priority.js';
 import { attemptJobId, dispatchQueue } from '../dist/shared/contracts.js';
-import { criticalPathMs } from '../dist/shared/dag.js';
+import { longestPath } from '../dist/shared/dag.js';
 import { missionYaml, startFlotilla } from './lib/flotilla.js';
 import { startRedis } from './lib/redis.js';
 import {
@@ -118,7 +118,7 @@ export function waveSchedule(tasks, slots, duration = (t) => t.ms) {
 }
 
 export function lowerBound(tasks, slots, duration = (t) => t.ms) {
-  const critical = criticalPathMs(tasks, duration);
+  const critical = longestPath(tasks, duration);
   const work = tasks.reduce((sum, t) => sum + duration(t), 0);
   return { critical, work, bound: Math.max(critical, work / slots) };
 }
@@ -211,7 +211,7 @@ export async function run(options, log = console.log) {
   const chainFirst = listSchedule(dag, slots, undefined, 'chain');
   const levels = listSchedule(dag, slots, undefined, 'levels');
   const waves = waveSchedule(dag, slots);
-  const depth = criticalPathMs(dag, () => 1);
+  const depth = longestPath(dag, () => 1);
   log(
     `schedule: ${count} tasks of ${fmt(stretch, 0)}–${fmt(3 * stretch, 0)} s (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s)`,
   );
