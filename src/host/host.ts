@@ -51,6 +51,8 @@ export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
   readonly capabilities: readonly string[];
+  /** The missions whose specs this host holds in memory (dropped when a mission ends). */
+  cachedMissions(): string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
   close(options?: { force?: boolean }): Promise<CloseOutcome>;
 }
@@ -268,6 +270,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     } catch {
       return;
     }
+    // Every host forgets a finished mission's spec, not only the one that ran its finalize job.
+    if (parsed.type === 'finished' && parsed.missionId) ctx.missions.delete(parsed.missionId);
     if (parsed.type === 'cancel' && parsed.missionId) {
       for (const [jobId, worker] of active) {
         if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);
@@ -296,6 +300,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     hostId,
     clis,
     capabilities: servedCapabilities(),
+    cachedMissions: () => [...ctx.missions.keys()],
     close,
   };
 }

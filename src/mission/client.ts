@@ -8,7 +8,6 @@ import type { MissionSpec } from '../shared/mission.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
 import { createTelemetry } from '../shared/telemetry.js';
 
-import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { loadMissionOrThrow } from './load.js';
 import { submitValidMission } from './submit.js';
@@ -100,10 +99,7 @@ export class FlotillaClient {
   /** Stops the mission on every host: no new attempts, running CLIs killed. */
   async cancel(id: string): Promise<{ cancelled: string[]; running: string[] }> {
     const result = await this.store.cancel(id, new Date().toISOString());
-    await this.redis.publish(
-      controlChannel(this.store.prefix),
-      JSON.stringify({ type: 'cancel', missionId: id }),
-    );
+    await this.store.publishControl({ type: 'cancel', missionId: id });
     await this.store.emit({
       missionId: id,
       type: 'log',

@@ -8,6 +8,8 @@ export class Semaphore {
   }
 
   async acquire(signal?: AbortSignal): Promise<() => void> {
+    // An abort that came before the wait began fires no event: without this, the wait never ends.
+    if (signal?.aborted) throw signal.reason ?? new Error('aborted');
     if (this.available > 0) {
       this.available--;
       return this.releaser();

@@ -41,11 +41,21 @@ export interface HostContext {
   readonly missions: Map<string, MissionRecord>;
 }
 
+/**
+ * A host keeps at most this many mission specs; the oldest goes first. Finished missions are
+ * dropped at once (the `finished` control message); the bound covers a host that missed one.
+ */
+export const MISSION_CACHE_MAX = 200;
+
 export async function missionRecord(ctx: HostContext, missionId: string): Promise<MissionRecord> {
   const cached = ctx.missions.get(missionId);
   if (cached) return cached;
   const record = await ctx.store.getMission(missionId);
   ctx.missions.set(missionId, record);
+  for (const oldest of ctx.missions.keys()) {
+    if (ctx.missions.size <= MISSION_CACHE_MAX) break;
+    ctx.missions.delete(oldest);
+  }
   return record;
 }
 

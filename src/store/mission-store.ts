@@ -12,7 +12,7 @@ import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
-import { handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
+import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
 import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
 
@@ -361,6 +361,11 @@ export class MissionStore {
       .pexpire(key, HANDBACK_TTL_MS)
       .exec()) ?? []) as [Error | null, number][];
     return Number(count);
+  }
+
+  /** Tells every host about a mission: `cancel` kills its running CLIs, `finished` drops its spec. */
+  async publishControl(message: { type: 'cancel' | 'finished'; missionId: string }): Promise<void> {
+    await this.redis.publish(controlChannel(this.prefix), JSON.stringify(message));
   }
 
   /** Takes a named lock for `ms` if nobody holds it (the sweep: one host at a time). */

@@ -50,5 +50,13 @@ describe('two hosts racing on a diamond', () => {
     // Both hosts took work across the two missions.
     const allHosts = new Set(results.flatMap((s) => s.tasks.map((t) => t.host)));
     expect(allHosts).toEqual(new Set(['test-host-1', 'test-host-2']));
+
+    // Every host that ran a task forgets the mission's spec once it ends, not only the host that
+    // ran its finalize job (a long-running host kept every spec forever).
+    const ids = results.map((s) => s.id);
+    const cached = () => cluster.hosts.flatMap((h) => h.cachedMissions()).filter((id) => ids.includes(id));
+    const deadline = Date.now() + 30_000;
+    while (cached().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(cached()).toEqual([]);
   });
 });

@@ -55,6 +55,20 @@ describe('signed jobs', () => {
     expect(status.status, await stage.explain(id)).toBe('done');
   });
 
+  it('signs the flows its gates add: a retry and a released dependent run too', async () => {
+    const { file } = await stage.writeMission(
+      mission([
+        task({ id: 'first', steps: writes('first', '- fail_until_attempt: 2') }),
+        task({ id: 'second', deps: ['first'], steps: writes('second') }),
+      ]),
+    );
+    const id = await stage.submit(file);
+    const status = await stage.wait(id);
+    expect(status.status, await stage.explain(id)).toBe('done');
+    expect(byTask(status, 'first').attempts).toBe(2);
+    expect(host.hasLog(REFUSED)).toBe(false);
+  });
+
   it('refuses an unsigned run job and an altered one before anything runs', async () => {
     const { file, ws } = await stage.writeMission(mission([task({ id: 'one', steps: writes('one') })]));
     const id = await stage.submit(file);

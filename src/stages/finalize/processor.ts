@@ -1,4 +1,5 @@
 import type { Job } from 'bullmq';
+import { spawnedCli } from '../../shared/audit.js';
 import type { FinalizeJobData } from '../../shared/contracts.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
@@ -17,7 +18,8 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
-  const spawned = audit.filter((entry) => entry.stage === 'run' || entry.stage === 'critic').length;
+  // CLI processes that really ran: a budget refusal or a route row spawned nothing.
+  const spawned = audit.filter((entry) => spawnedCli(entry.event)).length;
   const summary = formatSummary(status, { repo: meta.repo, spawned });
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
@@ -30,6 +32,7 @@ export async function finalizeMission(
   });
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
+  await ctx.store.publishControl({ type: 'finished', missionId });
   ctx.logger.info({ missionId, status: status.status }, 'mission finished');
   return { status: status.status };
 }

@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { CriterionResult, CriticResult, RunResult } from '../../../src/shared/contracts.js';
 import {
+  decideAfterMerge,
+  decideBudget,
   decideGate,
+  describeDecision,
   formatCriteriaFeedback,
   formatCriticFeedback,
   MAX_RETRY_DELAY_MS,
   retryDelayMs,
+  settlePatch,
 } from '../../../src/stages/gate/decide.js';
 import { taskSpec as task } from '../../helpers/factories.js';
 
@@ -196,6 +200,97 @@ describe('decideGate', () => {
   it('keeps the feedback when it fails', () => {
     const decision = decide(result({ criteria: [fail] }), 3);
     expect(decision.action === 'fail' && decision.feedback).toContain('npx tsc --noEmit');
+  });
+});
+
+describe('decideAfterMerge', () => {
+  const approve = { action: 'approve', score: 9 } as const;
+  const conflict = { ok: false, conflict: 'CONFLICT (content): Merge conflict in src/a.ts' } as const;
+
+  it('keeps an approval whose merge went through, and any decision that was not an approval', () => {
+    expect(decideAfterMerge(approve, { ok: true }, task(), 1)).toBe(approve);
+    const retry = { action: 'retry', feedback: 'f', delayMs: 1, reason: 'r' } as const;
+    expect(decideAfterMerge(retry, conflict, task(), 1)).toBe(retry);
+  });
+
+  it('retries a conflict with the conflict as feedback, on the same capped backoff as any retry', () => {
+    const decision = decideAfterMerge(approve, conflict, task({ maxAttempts: 20, backoffMs: 60_000 }), 10);
+    expect(decision).toMatchObject({
+      action: 'retry',
+      reason: 'merge conflict',
+      delayMs: MAX_RETRY_DELAY_MS,
+    });
+    expect(decision.action === 'retry' && decision.feedback).toContain('Merge conflict in src/a.ts');
+  });
+
+  it('fails a conflict on the last attempt, saying it ran out of attempts', () => {
+    expect(decideAfterMerge(approve, conflict, task({ maxAttempts: 3 }), 3)).toMatchObject({
+      action: 'fail',
+      reason: 'out of attempts (3/3): merge conflict',
+    });
+  });
+});
+
+describe('decideBudget', () => {
+  const retry = {
+    action: 'retry',
+    feedback: 'criteria failed',
+    delayMs: 5_000,
+    reason: 'exit criteria failed',
+  } as const;
+
+  it.each([
+    ['no budget', undefined, 100, 'retry'],
+    ['budget left', 10, 9.99, 'retry'],
+    ['budget spent', 10, 10, 'fail'],
+    ['over budget', 10, 12.5, 'fail'],
+  ] as const)('%s', (_name, budgetUsd, spentUsd, action) => {
+    expect(decideBudget(retry, { budgetUsd, spentUsd }).action).toBe(action);
+  });
+
+  it('says what was spent and keeps the feedback; it never touches an approval', () => {
+    expect(decideBudget(retry, { budgetUsd: 10, spentUsd: 12.5 })).toEqual({
+      action: 'fail',
+      feedback: 'criteria failed',
+      reason: 'budget of $10 spent ($12.50); no new attempt',
+    });
+    const approve = { action: 'approve' } as const;
+    expect(decideBudget(approve, { budgetUsd: 1, spentUsd: 2 })).toBe(approve);
+  });
+});
+
+describe('settlePatch and describeDecision', () => {
+  const withVerdict: CriticResult = {
+    ...result({ criteria: [pass] }),
+    ran: true,
+    verdict: { score: 6, verdict: 'reject', issues: ['x'] },
+  };
+
+  it.each([
+    [{ action: 'approve', score: 6 }, { score: 6, error: null, feedback: null }, 'approved (score 6)'],
+    [
+      { action: 'retry', feedback: 'fix x', delayMs: 5_000, reason: 'critic scored 6/10' },
+      { score: 6, error: 'critic scored 6/10', feedback: 'fix x' },
+      'retry in 5s: critic scored 6/10',
+    ],
+    [
+      { action: 'fail', feedback: 'fix x', reason: 'out of attempts' },
+      { score: 6, error: 'out of attempts' },
+      'failed: out of attempts',
+    ],
+    [{ action: 'pause', reason: 'the agent needs input' }, { error: null }, 'paused: the agent needs input'],
+    [{ action: 'cancel' }, { error: 'mission cancelled' }, 'cancelled'],
+  ] as const)('%o', (decision, patch, sentence) => {
+    expect(settlePatch(decision, withVerdict)).toMatchObject(patch);
+    expect(describeDecision(decision)).toBe(sentence);
+  });
+
+  it('hands the run summary, outputs and findings to dependents on approval', () => {
+    expect(settlePatch({ action: 'approve' }, withVerdict).handoff).toEqual({
+      summary: withVerdict.verify.run.summary,
+      outputs: withVerdict.verify.run.outputs ?? '',
+      findings: withVerdict.verify.run.findings ?? '',
+    });
   });
 });
 
