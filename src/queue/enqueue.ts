@@ -25,7 +25,7 @@ export interface AttemptToEnqueue {
   readonly delayMs?: number;
 }
 
-/** Flows per BullMQ MULTI when a submit enqueues thousands of roots at once. */
+/** Attempts per round trip of bookkeeping and per BullMQ MULTI of flows. */
 const FLOWS_PER_BATCH = 500;
 
 /**
@@ -46,20 +46,26 @@ export async function enqueueAttempts(
   const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
   const routes = attempts.map((item) => routeTask(item.task, hosts));
   const missionQueue = ctx.queues.get(QUEUES.mission);
-  const { cancelled, existing } = await ctx.store.prepareRelease(
-    missionId,
-    attempts.map((item, i) => ({
-      taskId: item.task.id,
-      attempt: item.attempt,
-      route: routes[i]?.reason ?? '',
-      jobKey: missionQueue.toKey(attemptJobId(missionId, item.task.id, item.attempt, 'gate')),
-    })),
-  );
-  if (options.unlessCancelled && cancelled) return [];
-  const fresh = attempts.flatMap((item, i) => (existing[i] ? [] : [{ item, route: routes[i] as Route }]));
-  for (let start = 0; start < fresh.length; start += FLOWS_PER_BATCH) {
+  const fresh: { item: AttemptToEnqueue; route: Route }[] = [];
+  // Batches bound one pipeline and one MULTI when a submit enqueues thousands of roots at once.
+  for (let start = 0; start < attempts.length; start += FLOWS_PER_BATCH) {
+    const batch = attempts.slice(start, start + FLOWS_PER_BATCH);
+    const { cancelled, existing } = await ctx.store.prepareRelease(
+      missionId,
+      batch.map((item, i) => ({
+        taskId: item.task.id,
+        attempt: item.attempt,
+        route: routes[start + i]?.reason ?? '',
+        jobKey: missionQueue.toKey(attemptJobId(missionId, item.task.id, item.attempt, 'gate')),
+      })),
+    );
+    if (options.unlessCancelled && cancelled) return [];
+    const added = batch.flatMap((item, i) =>
+      existing[i] ? [] : [{ item, route: routes[start + i] as Route }],
+    );
+    if (added.length === 0) continue;
     await ctx.queues.flows.addBulk(
-      fresh.slice(start, start + FLOWS_PER_BATCH).map(({ item, route }) =>
+      added.map(({ item, route }) =>
         buildAttemptFlow({
           missionId,
           taskId: item.task.id,
@@ -73,6 +79,7 @@ export async function enqueueAttempts(
         }),
       ),
     );
+    fresh.push(...added);
   }
   for (const { item, route } of fresh) {
     ctx.logger.debug(
