@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { spawnCli } from '../dist/agent/spawn.js';
+import { spawnProcess as spawnCli } from '../dist/agent/spawn.js';
 import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js';
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
 import {

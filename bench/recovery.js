@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlotillaClient } from '../dist/mission/client.js';
 import { listHosts } from '../dist/store/registry.js';
+import { measureFalseStall } from './lib/false-stall.js';
 import { benchConfig, missionYaml } from './lib/flotilla.js';
 import { killTagged, newTag, TAG_VARIABLE, taggedProcesses } from './lib/procs.js';
 import { commandCalls, diffCalls, startRedis } from './lib/redis.js';
@@ -170,8 +171,31 @@ async function measureOnce(redis, setting) {
   }
 }
 
+/** `--blocks 5000,9000`: event-loop blocks of those lengths against the default lock settings. */
+async function falseStalls(blocks, log) {
+  const settings = { lockMs: 10_000, renewMs: 2_500, stalledMs: 2_500 };
+  log(
+    `false stalls: the event loop of the host running a job blocked for a while, defaults (lock 10 s, renew 2.5 s, check 2.5 s); a stall is expected past lock − renew = 7.5 s`,
+  );
+  const redis = await startRedis();
+  const results = [];
+  try {
+    for (const blockMs of blocks) {
+      const result = await measureFalseStall(redis.url, settings, blockMs);
+      results.push(result);
+      log(
+        `  blocked ${fmt(blockMs / 1000, 1)} s: ${result.redelivered ? 'handed to the other host (false stall)' : 'kept'}${result.lockLost ? ', lock renewal failed' : ''}`,
+      );
+    }
+  } finally {
+    await redis.stop();
+  }
+  return results;
+}
+
 export async function run(options, log = console.log) {
   putSimOnPath();
+  if (options.blocks) return { falseStalls: await falseStalls(options.blocks, log) };
   const runs = options.runs ?? defaults.runs;
   const locks = options.locks ?? defaults.locks;
   log(

@@ -45,6 +45,7 @@ const { values, positionals } = parseArgs({
     missions: { type: 'string' },
     'mission-tasks': { type: 'string' },
     locks: { type: 'string' },
+    blocks: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -56,6 +57,7 @@ if (values.help) {
   schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
   recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
+            --blocks 5000,9000   instead: does an event-loop block that long hand a job to another host?
   bullmq    --jobs 10000 --runs 3
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
@@ -82,6 +84,7 @@ const options = {
   missions: int(values.missions),
   missionTasks: int(values['mission-tasks']),
   locks: values.locks?.split(','),
+  blocks: list(values.blocks),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));
