@@ -13,6 +13,7 @@ import { integrateAttempt } from '../../src/workspace/integrate.js';
 import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
+import { indent, sim, startCluster } from '../helpers/flotilla.js';
 import { mission, openStage, type Stage, task, writes } from '../helpers/hosts-stage.js';
 import { startRedis, uniquePrefix } from '../helpers/redis-server.js';
 import {
@@ -74,6 +75,47 @@ describe('orphaned CLIs', () => {
 });
 
 describe('work published after the attempt moved elsewhere', () => {
+  it('a run whose job lock another host took while its CLI ran commits and pushes nothing', async () => {
+    // Renewal every 8 s (lock 10 s), so the host's own renewal does not notice the lost lock first:
+    // the fence before the commit is what must stop it.
+    const cluster = await startCluster({ hosts: 1, slots: 1, env: { FLOTILLA_LOCK_RENEW_MS: '8000' } });
+    try {
+      const marker = join(cluster.dir, 'lock-taken');
+      const port = new URL(cluster.redis.url).port;
+      // On its first delivery the agent hands the run job's lock to "another host", then exits.
+      const takeLock = [
+        `test -e ${marker} && exit 0`,
+        `key=$(redis-cli -p ${port} --scan --pattern '*:dispatch.code_implementation:*.run:lock' | head -1)`,
+        `redis-cli -p ${port} set "$key" another-host PX 6000 >/dev/null`,
+        `touch ${marker}`,
+      ].join('; ');
+      const yaml = [
+        'goal: fence',
+        'workspace: ./ws',
+        'defaults: { max_attempts: 1, timeout: 60s }',
+        'tasks:',
+        '  - id: t',
+        '    title: Task t',
+        '    capability: code_implementation',
+        '    critic: false',
+        '    exit_criteria: ["test -f t.txt"]',
+        '    description: |',
+        '      Do t.',
+        '',
+        indent(sim(`- write: {path: t.txt, content: "t"}\n- run: [bash, -c, ${JSON.stringify(takeLock)}]`)),
+      ].join('\n');
+      const status = await cluster.run(yaml);
+      expect(status.status).toBe('done');
+      const audit = await cluster.client.store.getAudit(status.id);
+      // One run row: the delivery that lost its lock published nothing and wrote no row; the
+      // re-delivered job (after the stolen lock expired) ran, committed and was approved.
+      expect(audit.filter((e) => e.stage === 'run')).toHaveLength(1);
+      expect(status.tasks[0]).toMatchObject({ status: 'completed', attempts: 1 });
+    } finally {
+      await cluster.stop();
+    }
+  }, 120_000);
+
   let root: string;
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'flotilla-orphan-'));
