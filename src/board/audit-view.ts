@@ -123,7 +123,7 @@ export function bullBoardJobHref(basePath: string, queue: string, jobId: string)
   return `${basePath}/queue/${encodeURIComponent(queue)}/${encodeURIComponent(jobId)}`;
 }
 
-/** The four jobs of an attempt's flow (DESIGN.md §2), with links into Bull Board. */
+/** The four jobs of an attempt's flow (docs/ARCHITECTURE.md, one attempt), with links into Bull Board. */
 export function attemptJobLinks(
   basePath: string,
   input: { missionId: string; taskId: string; attempt: number; runQueue?: string; capability: string },

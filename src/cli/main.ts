@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../shared/config.js';
+import { DEFAULT_SLOTS, loadConfig } from '../shared/config.js';
 import { exitCodeFor, FlotillaError, formatProblem, isFlotillaError } from '../shared/errors.js';
 import { adaptersCheck } from './commands/adapters-check.js';
 import { detect } from './commands/detect.js';
@@ -76,7 +76,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
             file: need(positionals[0], 'the mission file'),
             adaptersDir: values.adapters as string | undefined,
             workers: positiveInt(values.workers, 'workers', 1),
-            slots: positiveInt(values.slots, 'slots', 4),
+            slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
             internalCli: values.internal as string | undefined,
             json: values.json === true,
           },
@@ -108,7 +108,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
           {
             adaptersDir: values.adapters as string | undefined,
             hostId: values['host-id'] as string | undefined,
-            slots: positiveInt(values.slots, 'slots', 4),
+            slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
             internalCli: values.internal as string | undefined,
             graceMs: positiveInt(values.grace, 'grace', 30) * 1000,
           },

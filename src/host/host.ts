@@ -6,7 +6,7 @@ import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
 import { QueueSet } from '../queue/queues.js';
-import type { Config } from '../shared/config.js';
+import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
@@ -67,6 +67,12 @@ const IDLE_BLOCK_S = 10;
 
 /** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
 const AGE_CHECK_MS = 15_000;
+/** A host re-advertises itself this often; its registry entry expires after a few missed beats. */
+const HEARTBEAT_MS = 5_000;
+/** How often one host looks for state whose job a crashed process never added (host/sweep.ts). */
+const SWEEP_MS = 30_000;
+/** How long running CLIs may finish after the first stop signal before they are killed. */
+const DEFAULT_GRACE_MS = 30_000;
 
 /**
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
@@ -97,7 +103,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     );
   }
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
-  const slots = options.slots ?? 4;
+  const slots = options.slots ?? DEFAULT_SLOTS;
 
   const redis = createRedis({ url: options.redisUrl, role: 'worker' });
   redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
@@ -133,7 +139,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       .filter(([, until]) => until > Date.now())
       .map(([cli, until]) => ({ cli, until: new Date(until).toISOString() })),
   });
-  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
 
   const ctx: HostContext = {
@@ -247,7 +253,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));
   }, heartbeatMs);
   heartbeat.unref();
-  const sweepMs = options.sweepMs ?? 30_000;
+  const sweepMs = options.sweepMs ?? SWEEP_MS;
   const sweeper = setInterval(() => {
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
   }, sweepMs);
@@ -287,7 +293,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     workers: () => [...workers.values()],
     activeJobs: () => [...active.keys()],
     timers: [heartbeat, sweeper, ager],
-    graceMs: options.graceMs ?? 30_000,
+    graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
     logger,
     killLeftovers: () => cliGroups.killLeftovers(),
     redis,

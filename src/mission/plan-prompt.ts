@@ -1,8 +1,7 @@
-import { isMap, parseDocument } from 'yaml';
 import { CAPABILITIES, CONTROL_MODES, TASK_KINDS } from '../shared/capabilities.js';
-import { transitiveDependents } from '../shared/dag.js';
 import { fence } from '../shared/markdown.js';
-import { defaultsSchema, missionSchema, type TaskSpec, taskSchema } from '../shared/mission.js';
+import { defaultsSchema, missionSchema, taskSchema } from '../shared/mission.js';
+import { MAX_PLAN_TASKS, MIN_PLAN_TASKS } from './plan-rules.js';
 
 /**
  * `flotilla plan` as text in, text out: the prompt that asks a planning CLI for a mission file, the
@@ -10,9 +9,6 @@ import { defaultsSchema, missionSchema, type TaskSpec, taskSchema } from '../sha
  * answer, and the decomposition rules the mission schema does not enforce. The rules the prompt
  * states and the rules `checkPlanRules` checks live in one file so they cannot drift apart.
  */
-
-export const MIN_PLAN_TASKS = 2;
-export const MAX_PLAN_TASKS = 8;
 
 export interface PlanPromptInput {
   readonly goal: string;
@@ -210,131 +206,4 @@ function retryText(retry: PlanRetry): string {
     ...previous,
     'Write a corrected, complete mission file — not a patch — that fixes every problem above and still follows every rule.',
   ].join('\n\n');
-}
-
-// ── Reading the answer ──────────────────────────────────────────────────────────────────────────
-
-export interface ExtractedMission {
-  readonly yaml: string;
-  /** `fenced`: taken from a fenced block; `whole`: the whole answer, which had no fitting block. */
-  readonly from: 'fenced' | 'whole';
-}
-
-interface Block {
-  readonly info: string;
-  readonly body: string;
-}
-
-const OPEN_FENCE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$/;
-/** A top-level `tasks:` key: what tells a mission apart from a YAML snippet. */
-const TASKS_KEY = /^tasks[ \t]*:/m;
-
-/**
- * The mission YAML in a planner's answer. Agents wrap files in prose and fences however they like:
- * a `yaml` block wins over an unlabelled one, a block with a top-level `tasks:` key over one
- * without, and among equals the last, because an answer that shows a draft and then its final
- * form puts the final one last. No fenced block at all means the whole answer is the file.
- * Returns null only for an empty answer; garbage comes back whole, for validation to describe.
- */
-export function extractMissionYaml(answer: string): ExtractedMission | null {
-  const text = answer.replace(/\r\n?/g, '\n');
-  if (!text.trim()) return null;
-  const blocks = fencedBlocks(text).filter((block) => block.body.trim());
-  const yamlBlocks = blocks.filter((block) => /^(ya?ml)$/i.test(block.info));
-  const plainBlocks = blocks.filter((block) => block.info === '');
-  const candidates = [
-    yamlBlocks.filter((block) => TASKS_KEY.test(block.body)),
-    plainBlocks.filter((block) => TASKS_KEY.test(block.body)),
-    yamlBlocks,
-  ];
-  for (const group of candidates) {
-    const chosen = group.at(-1);
-    if (chosen) return { yaml: ensureNewline(chosen.body), from: 'fenced' };
-  }
-  return { yaml: ensureNewline(text.trim()), from: 'whole' };
-}
-
-/** Fenced blocks in CommonMark's sense; an unclosed fence runs to the end (a cut-off answer). */
-function fencedBlocks(text: string): Block[] {
-  const lines = text.split('\n');
-  const blocks: Block[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const open = OPEN_FENCE.exec(lines[i] ?? '');
-    if (!open) continue;
-    const marker = open[1] ?? '```';
-    const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*${'$'}`);
-    const body: string[] = [];
-    let j = i + 1;
-    while (j < lines.length && !close.test(lines[j] ?? '')) body.push(lines[j++] ?? '');
-    blocks.push({ info: (open[2] ?? '').toLowerCase(), body: body.join('\n') });
-    i = j;
-  }
-  return blocks;
-}
-
-function ensureNewline(text: string): string {
-  return text.endsWith('\n') ? text : `${text}\n`;
-}
-
-/**
- * Puts the workspace flotilla was given into the mission, whatever the planner wrote: the planner
- * ran in that folder (or in a scratch one) and may know it only by an absolute or a wrong path.
- * Text that is not a YAML mapping is returned untouched, for validation to report.
- */
-export function setWorkspace(yaml: string, workspace: string): string {
-  const doc = parseDocument(yaml);
-  if (doc.errors.length > 0 || !isMap(doc.contents)) return yaml;
-  if (doc.get('workspace') === workspace) return yaml;
-  doc.set('workspace', workspace);
-  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
-}
-
-// ── Rules of a plan ─────────────────────────────────────────────────────────────────────────────
-
-export interface PlanProblem {
-  readonly path: string;
-  readonly message: string;
-}
-
-/**
- * The decomposition rules a valid mission file may still break: a hand-written mission can have
- * one task or twenty, a planned one must stay small and end in a verification task. Runs on a
- * mission that already passed validation, so ids are unique and the graph has no cycle.
- */
-export function checkPlanRules(tasks: readonly PlanTask[]): PlanProblem[] {
-  const problems: PlanProblem[] = [];
-  if (tasks.length < MIN_PLAN_TASKS || tasks.length > MAX_PLAN_TASKS) {
-    problems.push({
-      path: 'tasks',
-      message: `expected ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks, got ${tasks.length}`,
-    });
-  }
-  const verification = missingVerification(tasks);
-  if (verification) problems.push({ path: 'tasks', message: verification });
-  return problems;
-}
-
-type PlanTask = Pick<TaskSpec, 'id' | 'kind' | 'dependsOn'>;
-
-/**
- * Null when a task that is not itself coding depends, directly or through others, on every coding
- * task. A verification task of kind coding would be reviewed by a critic as if it wrote code, and
- * could not depend on itself, so "depends on all coding tasks" rules it out.
- */
-function missingVerification(tasks: readonly PlanTask[]): string | null {
-  const coding = tasks.filter((task) => task.kind === 'coding').map((task) => task.id);
-  if (coding.length === 0) return null;
-  const graph = tasks.map((task) => ({ id: task.id, dependsOn: task.dependsOn }));
-  const dependents = new Map(coding.map((id) => [id, new Set(transitiveDependents(graph, id))]));
-  let closest: { id: string; missing: string[] } | undefined;
-  for (const candidate of tasks) {
-    if (candidate.kind === 'coding') continue;
-    const missing = coding.filter((id) => !dependents.get(id)?.has(candidate.id));
-    if (missing.length === 0) return null;
-    if (!closest || missing.length < closest.missing.length) closest = { id: candidate.id, missing };
-  }
-  const hint = closest
-    ? `; the closest, '${closest.id}', does not depend on ${closest.missing.join(', ')}`
-    : '; every task is of kind coding';
-  return `expected a final verification task (kind review) that depends on every coding task (${coding.join(', ')})${hint}`;
 }

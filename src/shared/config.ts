@@ -18,6 +18,13 @@ export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
 const DEFAULT_LOCK_MS = 10_000;
 const LOCK_FRACTION = 4;
 
+/**
+ * Agent CLIs a host runs at once when `--slots` is not given. Each is a process of its own that
+ * mostly waits on a model; four keeps a 2-core host responsive while its checkouts, criteria and
+ * reviews run beside them, and an adapter's own max_concurrent lowers it per CLI.
+ */
+export const DEFAULT_SLOTS = 4;
+
 const CLUSTER_URL = /^redis\+cluster:\/\/[^,\s/]+(,[^,\s/]+)*\/?$/;
 
 const envSchema = z.object({

@@ -47,7 +47,7 @@ export function integrationBranch(missionId: string): string {
 
 /**
  * An attempt's branch is a sibling of the integration branch, not below it: git cannot hold a ref
- * `flotilla/<m>` and refs under `flotilla/<m>/` at once (DESIGN.md's `flotilla/<m>/<t>/a<n>`).
+ * `flotilla/<m>` and refs under `flotilla/<m>/` at once (docs/ARCHITECTURE.md, departures).
  */
 export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
   return `flotilla/${missionId}.${taskId}.a${attempt}`;
@@ -190,7 +190,7 @@ export interface TaskState {
   finishedAt?: string | null;
 }
 
-/** The status JSON of DESIGN.md §5, `flotilla status <id> --json`. */
+/** The status JSON that `flotilla status <id> --json` prints and scripts parse. */
 export interface MissionStatusJson {
   id: string;
   goal: string;

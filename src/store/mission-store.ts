@@ -7,7 +7,6 @@ import type {
   TaskState,
   TaskStatus,
 } from '../shared/contracts.js';
-import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
 import type { RedisClient } from '../shared/redis.js';
@@ -15,6 +14,7 @@ import { signPayload, verifyPayload } from '../shared/signing.js';
 import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
 import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+import { fromStored, statusJson, toStored } from './task-state.js';
 
 /** An audit entry as a stage writes it: the event, without its rendered message. */
 export type AuditInput = Omit<AuditEntry, 'message' | 'event'> & { readonly event: AuditEvent };
@@ -51,27 +51,6 @@ export interface MissionRecord {
 const EVENTS_MAXLEN = 20_000;
 /** A critic job is handed back for seconds, not hours; its counter outlives it by far. */
 const HANDBACK_TTL_MS = 3_600_000;
-
-/** cjson writes an empty Lua table as `{}`; lists that may be empty come back as objects. */
-/**
- * An agent's questions are its own JSON, and the Lua scripts decode and re-encode task state, which
- * would turn every empty list inside them (`"options": []`) into `{}`. They cross Lua as text.
- */
-function toStored(patch: Partial<TaskState>): Record<string, unknown> {
-  if (!('questions' in patch)) return patch;
-  const { questions, ...rest } = patch;
-  return {
-    ...rest,
-    questionsJson: questions === undefined || questions === null ? null : JSON.stringify(questions),
-  };
-}
-
-function fromStored(json: string): TaskState {
-  const { questionsJson, ...state } = JSON.parse(json) as TaskState & { questionsJson?: string | null };
-  return typeof questionsJson === 'string'
-    ? { ...state, questions: JSON.parse(questionsJson) as unknown }
-    : state;
-}
 
 /**
  * Mission state in Redis: the spec (signed when a secret is set), task states, the dependency
@@ -383,35 +362,7 @@ export class MissionStore {
   }
 
   async status(id: string): Promise<MissionStatusJson> {
-    const { meta, spec } = await this.getMission(id);
-    const states = await this.getTasks(id);
-    return {
-      id,
-      goal: meta.goal,
-      status: meta.status,
-      createdAt: meta.createdAt,
-      finishedAt: meta.finishedAt,
-      branch: integrationBranch(id),
-      costUsd: meta.costUsd,
-      tasks: spec.tasks.map((task) => {
-        const s = states[task.id];
-        return {
-          id: task.id,
-          title: task.title,
-          status: s?.status ?? 'pending',
-          attempts: s?.attempts ?? 0,
-          cli: s?.cli ?? null,
-          host: s?.host ?? null,
-          score: s?.score ?? null,
-          error: s?.error ?? null,
-          route: s?.route ?? null,
-          costUsd: s?.costUsd,
-          startedAt: s?.startedAt ?? null,
-          finishedAt: s?.finishedAt ?? null,
-          // Questions are shown while they wait for an answer, not after the task went on.
-          ...(s?.status === 'needs_input' && s.questions ? { questions: s.questions } : {}),
-        };
-      }),
-    };
+    const [{ meta, spec }, states] = await Promise.all([this.getMission(id), this.getTasks(id)]);
+    return statusJson(id, meta, spec, states);
   }
 }

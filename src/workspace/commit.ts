@@ -1,4 +1,4 @@
-/** Records an attempt's work on its branch and publishes it to the mission repo (DESIGN.md §4 step 5). */
+/** Records an attempt's work on its branch and publishes it to the mission repo. */
 import { FlotillaError } from '../shared/errors.js';
 import { describeGitFailure, identityArgs, NO_HOOKS, readGit, retryOnLockContention, runGit } from './git.js';
 

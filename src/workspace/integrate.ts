@@ -1,5 +1,5 @@
 /**
- * The gate's merge (DESIGN.md §4 step 8): an approved attempt branch goes into the mission's
+ * The gate's merge: an approved attempt branch goes into the mission's
  * integration branch. Hosts integrate concurrently without a lock: a push that lost the race is
  * rejected by the mission repo, and the merge is redone on the new integration commit.
  */

@@ -1,5 +1,5 @@
 /**
- * Makes a mission's workspace ready at submit (DESIGN.md §4 step 1): a git repository every host can
+ * Makes a mission's workspace ready at submit: a git repository every host can
  * reach, with the mission's integration branch at the base commit.
  */
 import { mkdir, readdir, realpath, stat } from 'node:fs/promises';

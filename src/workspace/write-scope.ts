@@ -1,5 +1,5 @@
 /**
- * Write scope (DESIGN.md §4 step 5): changes outside a task's `allowed_paths`, or any change in a
+ * Write scope: changes outside a task's `allowed_paths`, or any change in a
  * read-only control mode, are rolled back before the attempt is committed. The decision is pure;
  * the rollback is the thin git shell around it.
  */

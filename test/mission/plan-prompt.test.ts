@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  buildPlanPrompt,
-  checkPlanRules,
-  extractMissionYaml,
-  MAX_PREVIOUS_CHARS,
-  type PlanPromptInput,
-  setWorkspace,
-} from '../../src/mission/plan-prompt.js';
+import { extractMissionYaml, setWorkspace } from '../../src/mission/plan-answer.js';
+import { buildPlanPrompt, MAX_PREVIOUS_CHARS, type PlanPromptInput } from '../../src/mission/plan-prompt.js';
+import { checkPlanRules } from '../../src/mission/plan-rules.js';
 import { defaultsSchema, missionSchema, taskSchema } from '../../src/shared/mission.js';
 
 const base: PlanPromptInput = {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type Adapter, type DispatchConfig, dispatchConfigSchema } from '../../shared/adapter.js';
 import { MODEL_TIERS, type ModelTier } from '../../shared/capabilities.js';
 import type { Problem } from '../../shared/errors.js';
-import { describeIssues, describeValue, isRecord } from '../../shared/validation/schema-problems.js';
+import { describeIssues, describeValue, isRecord, valueAt } from '../../shared/validation/schema-problems.js';
 import {
   formatPath,
   lineOfPath,
@@ -228,16 +228,6 @@ function syntaxErrorLine(error: { line?: number; message: string }, text: string
     if (candidate.split(open).length > candidate.split(close).length) return index;
   }
   return line;
-}
-
-function valueAt(input: unknown, path: readonly PathSegment[]): { found: boolean; value?: unknown } {
-  let value = input;
-  for (const segment of path) {
-    if (Array.isArray(value) && typeof segment === 'number' && segment < value.length) value = value[segment];
-    else if (isRecord(value) && Object.hasOwn(value, segment)) value = value[segment];
-    else return { found: false };
-  }
-  return { found: true, value };
 }
 
 type Models = Partial<Record<ModelTier, string>>;

@@ -1,15 +1,12 @@
-import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
+import type { LoadedAdapters } from '../../agent/adapters/load-adapters.js';
 import { CAPABILITIES } from '../../shared/capabilities.js';
-import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import type { Io } from '../io.js';
+import { exitCodeFor, formatProblem } from '../../shared/errors.js';
+import { type CommandIo, readAdaptersFor } from './read-adapters.js';
 
 export interface AdaptersCheckArgs {
   readonly dir: string;
   readonly json: boolean;
 }
-
-/** What the diagnostics commands write to; tests pass their own. */
-export type CommandIo = Pick<Io, 'out' | 'err'>;
 
 /**
  * `flotilla adapters check [DIR]`: what each adapter file gives the dispatcher, which files are
@@ -17,21 +14,10 @@ export type CommandIo = Pick<Io, 'out' | 'err'>;
  * `--json`, stdout holds only `{ dir, adapters, skipped, problems }`.
  */
 export async function adaptersCheck(args: AdaptersCheckArgs, io: CommandIo): Promise<number> {
-  let loaded: LoadedAdapters;
-  try {
-    loaded = await loadAdapters(args.dir);
-  } catch (error) {
-    if (isFlotillaError(error)) {
-      io.err(error.problems.length > 0 ? error.problems.map(formatProblem).join('\n') : error.message);
-      if (args.json)
-        io.out(JSON.stringify({ dir: args.dir, adapters: [], skipped: [], problems: error.problems }));
-      return exitCodeFor(error.code);
-    }
-    io.err(
-      `${args.dir}: internal error while reading adapters: ${error instanceof Error ? error.message : String(error)}`,
-    );
-    return exitCodeFor('internal');
-  }
+  const loaded = await readAdaptersFor(args.dir, io, (problems) => {
+    if (args.json) io.out(JSON.stringify({ dir: args.dir, adapters: [], skipped: [], problems }));
+  });
+  if (typeof loaded === 'number') return loaded;
 
   const { adapters, skipped, problems } = loaded;
   for (const problem of problems) io.err(formatProblem(problem));

@@ -1,7 +1,6 @@
 import { type DetectedCli, detectClis } from '../../agent/adapters/detect.js';
-import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
-import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
-import type { Io } from '../io.js';
+import { exitCodeFor, formatProblem } from '../../shared/errors.js';
+import { type CommandIo, readAdaptersFor } from './read-adapters.js';
 
 export interface DetectArgs {
   readonly dir: string;
@@ -9,28 +8,14 @@ export interface DetectArgs {
   readonly refresh: boolean;
 }
 
-/** What the diagnostics commands write to; tests pass their own. */
-export type CommandIo = Pick<Io, 'out' | 'err'>;
-
 /**
  * `flotilla detect [--json] [--refresh]`: runs every adapter's detection command on this machine
  * and prints which CLIs a worker started here would serve. Not finding a CLI is an answer, not an
  * error (exit 0); broken adapter files are exit 2, as for `adapters check`.
  */
 export async function detect(args: DetectArgs, io: CommandIo): Promise<number> {
-  let loaded: LoadedAdapters;
-  try {
-    loaded = await loadAdapters(args.dir);
-  } catch (error) {
-    if (isFlotillaError(error)) {
-      io.err(error.problems.length > 0 ? error.problems.map(formatProblem).join('\n') : error.message);
-      return exitCodeFor(error.code);
-    }
-    io.err(
-      `${args.dir}: internal error while reading adapters: ${error instanceof Error ? error.message : String(error)}`,
-    );
-    return exitCodeFor('internal');
-  }
+  const loaded = await readAdaptersFor(args.dir, io);
+  if (typeof loaded === 'number') return loaded;
   if (loaded.problems.length > 0) {
     for (const problem of loaded.problems) io.err(formatProblem(problem));
     io.err(`flotilla detect: fix the adapter files first (flotilla adapters check ${args.dir})`);

@@ -8,16 +8,12 @@ import { resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
 import { loadMission } from '../../mission/load.js';
-import {
-  buildPlanPrompt,
-  checkPlanRules,
-  extractMissionYaml,
-  type PlanPromptInput,
-  setWorkspace,
-} from '../../mission/plan-prompt.js';
+import { extractMissionYaml, setWorkspace } from '../../mission/plan-answer.js';
+import { buildPlanPrompt, type PlanPromptInput } from '../../mission/plan-prompt.js';
+import { checkPlanRules } from '../../mission/plan-rules.js';
 import { matchCli } from '../../queue/match.js';
 import type { Adapter } from '../../shared/adapter.js';
-import type { Config } from '../../shared/config.js';
+import { type Config, DEFAULT_SLOTS } from '../../shared/config.js';
 import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, isFlotillaError, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
@@ -117,7 +113,11 @@ export async function plan(
     return 0;
   }
   const { run } = await import('./run.js');
-  return run({ file: out, adaptersDir: args.adaptersDir, workers: 1, slots: 4, json: false }, config, io);
+  return run(
+    { file: out, adaptersDir: args.adaptersDir, workers: 1, slots: DEFAULT_SLOTS, json: false },
+    config,
+    io,
+  );
 }
 
 // ── The rounds ──────────────────────────────────────────────────────────────────────────────────

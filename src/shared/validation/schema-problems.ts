@@ -178,7 +178,8 @@ function isDuration(schema: z.core.$ZodType | undefined): boolean {
   );
 }
 
-function valueAt(input: unknown, path: readonly PathSegment[]): { found: boolean; value?: unknown } {
+/** The value at a path in parsed YAML, if the path exists there. */
+export function valueAt(input: unknown, path: readonly PathSegment[]): { found: boolean; value?: unknown } {
   let value = input;
   for (const segment of path) {
     if (Array.isArray(value) && typeof segment === 'number' && segment < value.length) value = value[segment];

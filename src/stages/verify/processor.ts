@@ -104,7 +104,7 @@ export async function verifyAttempt(
         command: c.command,
         exitCode: c.exitCode,
         timedOut: c.timedOut,
-        tail: tail(c.tail, 2_000),
+        tail: c.tail,
       })),
     },
     files: {
