@@ -86,3 +86,25 @@ async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
   ]);
   clearTimeout(timer);
 }
+
+/**
+ * What a stopped worker says and its exit code: 0 for a clean stop, and for a second signal (the
+ * operator asked to abandon the running CLIs); otherwise one line saying what was left behind —
+ * 3 when Redis was out of reach, 1 when the grace period ended with jobs still running. Abandoned
+ * jobs run again on another host once BullMQ's stalled check sees their locks expire.
+ */
+export function describeStop(outcome: CloseOutcome, forced: boolean): { code: 0 | 1 | 3; line?: string } {
+  const jobs = outcome.abandoned.length;
+  const left =
+    jobs > 0
+      ? `abandoned ${jobs} running job(s) to BullMQ's stalled-job recovery (${outcome.abandoned.join(', ')})`
+      : 'no job was running';
+  if (!outcome.redisReachable) {
+    return {
+      code: 3,
+      line: `flotilla worker: stopped with Redis unreachable; ${left}; this host was not unregistered`,
+    };
+  }
+  if (jobs > 0 && !forced) return { code: 1, line: `flotilla worker: grace period over; ${left}` };
+  return { code: 0 };
+}

@@ -1,4 +1,5 @@
 import { type CloseOutcome, startHost } from '../../host/host.js';
+import { describeStop } from '../../host/shutdown.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
@@ -60,25 +61,8 @@ export async function worker(
   });
 }
 
-/**
- * 0 for a clean stop, and for a second signal (the operator asked to abandon the running CLIs);
- * otherwise one line saying what was left behind: 3 when Redis was out of reach, 1 when the
- * grace period ended with jobs still running. Abandoned jobs run again on another host once
- * BullMQ's stalled check sees their locks expire.
- */
 function exitFor(outcome: CloseOutcome, forced: boolean, io: Io): number {
-  const jobs = outcome.abandoned.length;
-  const left =
-    jobs > 0
-      ? `abandoned ${jobs} running job(s) to BullMQ's stalled-job recovery (${outcome.abandoned.join(', ')})`
-      : 'no job was running';
-  if (!outcome.redisReachable) {
-    io.err(`flotilla worker: stopped with Redis unreachable; ${left}; this host was not unregistered`);
-    return 3;
-  }
-  if (jobs > 0 && !forced) {
-    io.err(`flotilla worker: grace period over; ${left}`);
-    return 1;
-  }
-  return 0;
+  const said = describeStop(outcome, forced);
+  if (said.line) io.err(said.line);
+  return said.code;
 }
