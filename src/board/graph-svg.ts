@@ -36,7 +36,17 @@ function detailLine(task: GraphNodeInfo): string {
  * per dependency with an arrow head. `data-*` attributes name what each shape stands for, so
  * tests (and scripts scraping the page) need not guess from geometry.
  */
-export function renderGraphSvg(tasks: readonly GraphNodeInfo[]): SafeHtml {
+export interface GraphSvgOptions {
+  /** Where a node links to; by default its task's section of the page. */
+  readonly href?: (id: string) => string;
+  /** The task a neighbourhood is drawn around, outlined. */
+  readonly selected?: string;
+  /** Tasks on the critical path, drawn with a heavier border. */
+  readonly critical?: ReadonlySet<string>;
+}
+
+export function renderGraphSvg(tasks: readonly GraphNodeInfo[], options: GraphSvgOptions = {}): SafeHtml {
+  const href = options.href ?? ((id: string) => `#task-${id}`);
   const layout = layoutGraph(tasks);
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const nodeById = new Map(layout.nodes.map((n) => [n.id, n]));
@@ -54,9 +64,12 @@ export function renderGraphSvg(tasks: readonly GraphNodeInfo[]): SafeHtml {
     const task = byId.get(node.id);
     if (!task) return '';
     const style = statusStyle(task.status);
-    return html`<a class="node" href="#task-${task.id}" data-task="${task.id}" data-status="${task.status}">
-<title>${task.id}: ${task.title} (${task.status})</title>
-<rect x="${node.x}" y="${node.y}" width="${layout.nodeWidth}" height="${layout.nodeHeight}" rx="8" fill="${style.fill}" stroke="${style.stroke}" stroke-width="2"/>
+    const critical = options.critical?.has(task.id) === true;
+    const selected = options.selected === task.id;
+    const classes = `node${critical ? ' critical' : ''}${selected ? ' selected' : ''}`;
+    return html`<a class="${classes}" href="${href(task.id)}" data-task="${task.id}" data-status="${task.status}">
+<title>${task.id}: ${task.title} (${task.status})${critical ? ' · on the critical path' : ''}</title>
+<rect x="${node.x}" y="${node.y}" width="${layout.nodeWidth}" height="${layout.nodeHeight}" rx="8" fill="${style.fill}" stroke="${style.stroke}" stroke-width="${selected ? 4 : critical ? 3 : 2}"/>
 <text x="${node.x + 10}" y="${node.y + 20}" class="node-title">${truncate(task.title, titleChars)}</text>
 <text x="${node.x + 10}" y="${node.y + 37}" class="node-id">${truncate(task.id, idChars)}</text>
 <text x="${node.x + 10}" y="${node.y + 51}" class="node-detail" fill="${style.text}">${detailLine(task)}</text>

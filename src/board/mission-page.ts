@@ -3,29 +3,13 @@ import { TASK_STATUSES } from '../shared/contracts.js';
 import type { MissionSpec, TaskSpec } from '../shared/mission.js';
 import { type AttemptView, attemptJobLinks, attemptsByTask } from './audit-view.js';
 import { renderGraphSvg } from './graph-svg.js';
-import { html, type SafeHtml } from './html.js';
+import { html, type SafeHtml, trusted } from './html.js';
+import { renderOverview } from './overview-view.js';
 import { formatCost, formatTime, statusBadge } from './page.js';
-
-export interface MissionPageInput {
-  readonly status: MissionStatusJson;
-  readonly spec: MissionSpec;
-  readonly summary: string | null;
-  readonly audit: readonly AuditEntry[];
-  /** Where Bull Board is mounted, for links to an attempt's jobs. */
-  readonly queuesBase: string;
-}
+import type { LiveMission } from './read-mission-view.js';
+import { embedJson, taskViewModel } from './task-view-model.js';
 
 type TaskRow = MissionStatusJson['tasks'][number];
-
-function duration(start: string | null | undefined, end: string | null | undefined): string {
-  const a = start ? Date.parse(start) : Number.NaN;
-  const b = end ? Date.parse(end) : Date.now();
-  if (Number.isNaN(a) || Number.isNaN(b) || b < a) return '—';
-  const s = Math.round((b - a) / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  return m < 60 ? `${m}m ${s % 60}s` : `${Math.floor(m / 60)}h ${m % 60}m`;
-}
 
 function taskAnchor(id: string): string {
   return `task-${id}`;
@@ -83,11 +67,20 @@ ${renderCritic(attempt)}
 </div>`;
 }
 
-function renderTask(
+type TaskFacts = Pick<
+  TaskRow,
+  'status' | 'attempts' | 'host' | 'cli' | 'score' | 'costUsd' | 'route' | 'error'
+>;
+
+/** One task with every attempt: a section of a small mission's page, or the detail of a large one's. */
+export function renderTask(
   task: TaskSpec,
-  row: TaskRow | undefined,
+  row: TaskFacts | undefined,
   attempts: readonly AttemptView[],
-  input: MissionPageInput,
+  missionId: string,
+  queuesBase: string,
+  /** Where a dependency links to: its section on a small mission's page, or its detail. */
+  taskHref: (id: string) => string = (id) => `#${taskAnchor(id)}`,
 ): SafeHtml {
   const status = row?.status ?? 'pending';
   return html`<section class="card task" id="${taskAnchor(task.id)}" data-task="${task.id}">
@@ -95,7 +88,8 @@ function renderTask(
 <div class="facts">
 <div><span>attempts</span>${row?.attempts ?? 0} of ${task.maxAttempts}</div>
 <div><span>capability</span>${task.capability}</div>
-${task.dependsOn.length ? html`<div><span>depends on</span>${task.dependsOn.map((d, i) => html`${i ? ', ' : ''}<a href="#${taskAnchor(d)}">${d}</a>`)}</div>` : ''}
+${task.cli ? html`<div><span>pinned CLI</span>${task.cli}</div>` : ''}
+${task.dependsOn.length ? html`<div><span>depends on</span>${task.dependsOn.map((d, i) => html`${i ? ', ' : ''}<a href="${taskHref(d)}">${d}</a>`)}</div>` : ''}
 ${row?.host ? html`<div><span>host</span>${row.host}</div>` : ''}
 ${row?.cli ? html`<div><span>CLI</span>${row.cli}</div>` : ''}
 ${row?.score !== null && row?.score !== undefined ? html`<div><span>score</span><span class="score">${row.score}</span></div>` : ''}
@@ -104,7 +98,7 @@ ${row?.costUsd ? html`<div><span>cost</span>${formatCost(row.costUsd)}</div>` : 
 ${row?.route ? html`<div class="muted">route: ${row.route}</div>` : ''}
 ${row?.error ? html`<div class="error">error: ${row.error}</div>` : ''}
 ${task.description ? html`<details><summary>description</summary><pre>${task.description}</pre></details>` : ''}
-${attempts.length ? attempts.map((a) => renderAttempt(a, task, input.status.id, input.queuesBase)) : html`<div class="muted">No attempt has run yet.</div>`}
+${attempts.length ? attempts.map((a) => renderAttempt(a, task, missionId, queuesBase)) : html`<div class="muted">No attempt has run yet.</div>`}
 </section>`;
 }
 
@@ -124,42 +118,68 @@ function renderTaskTable(tasks: readonly TaskRow[]): SafeHtml {
   return html`<table class="tasks"><thead><tr><th>Task</th><th>Status</th><th class="num">Attempts</th><th>Host</th><th>CLI</th><th class="num">Score</th><th class="num">Cost</th><th>Error</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-export function renderMissionPage(input: MissionPageInput): SafeHtml {
-  const { status, spec } = input;
-  const rows = new Map(status.tasks.map((t) => [t.id, t]));
-  const attempts = attemptsByTask(input.audit);
+/** The whole graph is drawn up to this many tasks; past it, a task's neighbourhood is drawn on demand. */
+export const FULL_GRAPH_LIMIT = 50;
+
+function renderCompactView(): SafeHtml {
+  return html`<section class="tasks-view"><h2>Tasks <span class="muted" id="shown"></span></h2>
+<div class="toolbar">
+<input id="search" type="search" placeholder="search id or title" aria-label="search tasks by id or title" autocomplete="off">
+<label>group by <select id="group"><option value="depth">depth</option><option value="capability">capability</option><option value="status">status</option><option value="none">nothing</option></select></label>
+<label>view <select id="view"><option value="grid">grid</option><option value="list">list</option></select></label>
+<button type="button" id="clear-filter">clear filters</button>
+<span class="muted">click a status count to filter · <i class="c s-completed cp legend-cp"></i> critical path</span>
+</div>
+<div id="grid" class="grid"><noscript>The task grid needs JavaScript; the status JSON lists every task.</noscript></div>
+<div id="task-list" class="hide"><table class="task-list"><thead><tr><th>Task</th><th>Title</th><th>Status</th><th>Capability</th><th class="num">Depth</th></tr></thead><tbody></tbody></table><div class="list-more muted"></div></div>
+</section>`;
+}
+
+function renderFullGraph(live: LiveMission): SafeHtml {
+  const critical = new Set(live.overview.criticalPath);
   const graph = renderGraphSvg(
-    spec.tasks.map((task) => {
-      const row = rows.get(task.id);
+    live.shape.tasks.map((task) => {
+      const state = live.states[task.id];
       return {
         id: task.id,
         dependsOn: task.dependsOn,
         title: task.title,
-        status: row?.status ?? 'pending',
-        score: row?.score ?? null,
-        attempts: row?.attempts ?? 0,
+        status: state?.status ?? 'pending',
+        score: state?.score ?? null,
+        attempts: state?.attempts ?? 0,
       };
     }),
+    { critical },
   );
-  const done = status.tasks.filter((t) => t.status === 'completed').length;
-  const used = new Set(status.tasks.map((t) => t.status));
-  return html`<h1 class="goal">${status.goal}</h1>
-<div class="facts">
-<div>${statusBadge(status.status)}</div>
-<div><span>mission</span><code>${status.id}</code></div>
-<div><span>tasks done</span>${done}/${status.tasks.length}</div>
-<div><span>branch</span><code>${status.branch}</code></div>
-<div><span>created</span>${formatTime(status.createdAt)}</div>
-<div><span>${status.finishedAt ? 'finished' : 'running for'}</span>${status.finishedAt ? html`${formatTime(status.finishedAt)} (${duration(status.createdAt, status.finishedAt)})` : duration(status.createdAt, null)}</div>
-<div><span>cost</span>${formatCost(status.costUsd)}</div>
-<div><a href="/missions/${encodeURIComponent(status.id)}.json">status JSON</a></div>
-</div>
+  const used = new Set(live.shape.tasks.map((t) => live.states[t.id]?.status ?? 'pending'));
+  return html`<h2>Task graph</h2>
+<div class="legend">${TASK_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}<span class="muted">a heavier border marks the critical path</span></div>
+<div class="graph-box">${graph}</div>`;
+}
+
+export interface MissionPageInput {
+  readonly live: LiveMission;
+  readonly summary: string | null;
+  /** Where Bull Board is mounted, for links to an attempt's jobs. */
+  readonly queuesBase: string;
+  /** A small mission's status JSON, spec and audit: its page shows every task and attempt. */
+  readonly full: { status: MissionStatusJson; spec: MissionSpec; audit: readonly AuditEntry[] } | null;
+}
+
+export function renderMissionPage(input: MissionPageInput): SafeHtml {
+  const { live, full } = input;
+  const id = live.shape.id;
+  const model = taskViewModel(live);
+  const attempts = full ? attemptsByTask(full.audit) : null;
+  const rows = full ? new Map(full.status.tasks.map((t) => [t.id, t])) : null;
+  return html`<div id="mission" data-mission="${id}" data-size="${full ? 'small' : 'large'}" data-live="${live.status === 'running' ? 'on' : 'done'}" data-event="${live.eventId}">
+<h1 class="goal">${live.shape.goal}</h1>
+<section id="overview">${renderOverview(live.overview, { id, status: live.status, finishedAt: live.finishedAt, queuesBase: input.queuesBase })}</section>
+<section id="detail" class="card hide" data-levels="2" aria-live="polite"></section>
 ${input.summary ? html`<h2>Summary</h2><pre class="summary">${input.summary}</pre>` : ''}
-<h2>Task graph</h2>
-<div class="legend">${TASK_STATUSES.filter((s) => used.has(s)).map((s) => statusBadge(s))}</div>
-<div class="graph-box">${graph}</div>
-<h2>Tasks</h2>
-${renderTaskTable(status.tasks)}
-<h2>Attempts</h2>
-${spec.tasks.map((task) => renderTask(task, rows.get(task.id), attempts.get(task.id) ?? [], input))}`;
+${full ? renderFullGraph(live) : ''}
+${renderCompactView()}
+${full && rows && attempts ? html`<h2>Task table</h2>${renderTaskTable(full.status.tasks)}<h2>Attempts</h2>${full.spec.tasks.map((task) => renderTask(task, rows.get(task.id), attempts.get(task.id) ?? [], id, input.queuesBase))}` : ''}
+<script type="application/json" id="mission-model">${trusted(embedJson(model))}</script>
+</div>`;
 }

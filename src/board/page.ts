@@ -1,3 +1,4 @@
+import { TASK_STATUSES } from '../shared/contracts.js';
 import { html, type SafeHtml, trusted } from './html.js';
 import { statusStyle } from './status-style.js';
 
@@ -48,7 +49,53 @@ ul.timeline { margin: 4px 0; padding-left: 18px; color: var(--muted); font-size:
 .jobs a { margin-right: 10px; font-size: 13px; }
 .error { color: #b71c1c; }
 details > summary { cursor: pointer; color: var(--muted); }
+td { overflow-wrap: anywhere; }
+.hide { display: none !important; }
+.bar { display: flex; height: 14px; border-radius: 7px; overflow: hidden; background: #eceff1; margin: 12px 0 6px; border: 1px solid var(--line); }
+.bar .seg { height: 100%; }
+ul.counts { list-style: none; display: flex; flex-wrap: wrap; gap: 2px 6px; padding: 0; margin: 4px 0; }
+ul.counts li.zero { opacity: .45; }
+ul.counts .n { font-weight: 700; font-variant-numeric: tabular-nums; }
+button.filter { font: inherit; color: inherit; background: none; border: 1px solid transparent; border-radius: 12px; padding: 1px 5px; cursor: pointer; }
+button.filter:hover { border-color: var(--line); }
+button.filter.on { border-color: #102a43; background: #e3f2fd; }
+.attention { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 6px 14px 8px; margin: 10px 0; max-height: 40vh; overflow: auto; }
+.attention h2 { margin: 2px 0 4px; font-size: 16px; }
+.att-group h3 { font-size: 13px; margin: 6px 0 1px; }
+.att-group[data-kind="failed"] h3 { color: #b71c1c; }
+.att-group[data-kind="needs_input"] h3 { color: #8d6e00; }
+.att-group[data-kind="unservable"] h3 { color: #bf360c; }
+.attention ul { list-style: none; margin: 0; padding: 0; }
+li.att { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 13px; padding: 1px 0; }
+li.att .att-title { color: var(--muted); }
+.toolbar { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: center; margin: 6px 0 10px; }
+.toolbar input[type="search"] { width: 260px; padding: 4px 8px; font: inherit; }
+.grid { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 6px 10px; }
+.grid .group { display: flex; gap: 10px; align-items: flex-start; padding: 2px 0; }
+.grid .glabel { flex: 0 0 120px; font-size: 12px; color: var(--muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; line-height: 13px; }
+.grid .cells { display: flex; flex-wrap: wrap; gap: 2px; flex: 1; min-width: 0; }
+i.c { display: block; width: 11px; height: 11px; border-radius: 2px; border: 1px solid; cursor: pointer; position: relative; }
+i.c.cp::after { content: ""; position: absolute; left: 2.5px; top: 2.5px; width: 4px; height: 4px; border-radius: 50%; background: #102a43; box-shadow: 0 0 0 1px #fff; }
+i.c.sel { outline: 2px solid #ff6f00; outline-offset: 1px; }
+i.c.legend-cp { display: inline-block; vertical-align: -1px; cursor: default; }
+table.task-list tr.cp td:first-child { font-weight: 700; }
+#detail { position: relative; }
+.detail-head { display: flex; gap: 12px; align-items: baseline; }
+.detail-head h2 { margin: 0; }
+.detail-head .close { margin-left: auto; }
+.nbhd-bar { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin: 8px 0 4px; font-size: 13px; }
+.nbhd-bar button.on { font-weight: 700; }
+.nbhd-box svg.graph { display: block; margin: 0 auto; max-width: 100%; max-height: 60vh; height: auto; }
+.nbhd-box.actual svg.graph { max-width: none; max-height: none; }
+svg.graph a.node.selected rect { stroke: #ff6f00; }
 `;
+
+/** One class per task status for the compact view's squares and the list, in the shared palette. */
+const STATUS_CSS = TASK_STATUSES.map((status) => {
+  const style = statusStyle(status);
+  const fill = status === 'pending' ? '#ffffff' : style.stroke;
+  return `.s-${status} { background: ${fill}; border-color: ${style.stroke}; }\ntd.st.s-${status} { background: ${style.fill}; color: ${style.text}; }`;
+}).join('\n');
 
 export function statusBadge(status: string): SafeHtml {
   const style = statusStyle(status);
@@ -73,8 +120,10 @@ export interface PageInput {
   readonly body: SafeHtml;
   /** Per-response nonce: the CSP lets only scripts carrying it run. */
   readonly nonce: string;
-  /** Reload the page every few seconds (a mission that is still running). */
+  /** Reload the page every few seconds (the list while a mission is running). */
   readonly autoRefreshSec?: number;
+  /** The page's own script (code, never user text), sent under the nonce. */
+  readonly script?: string;
 }
 
 export function renderPage(input: PageInput): string {
@@ -87,10 +136,11 @@ setTimeout(function tick() {
 }, ${input.autoRefreshSec * 1000});
 </script>`
     : '';
+  const script = input.script ? html`<script nonce="${input.nonce}">${trusted(input.script)}</script>` : '';
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${input.title} · flotilla board</title>
-<style>${trusted(CSS)}</style></head>
+<style>${trusted(CSS)}${trusted(STATUS_CSS)}</style></head>
 <body><header class="top"><a class="brand" href="/">flotilla</a><a href="/">Missions</a><a href="/hosts">Hosts</a><a href="/queues">Queues (Bull Board)</a><a href="/metrics">Metrics</a></header>
-<main>${input.body}</main>${refresh}</body></html>`.value;
+<main>${input.body}</main>${refresh}${script}</body></html>`.value;
 }

@@ -13,9 +13,14 @@ import { renderHostsPage } from './hosts-page.js';
 import type { SafeHtml } from './html.js';
 import { PROMETHEUS_CONTENT_TYPE } from './metrics-format.js';
 import { renderMissionList } from './mission-list-page.js';
-import { renderMissionPage } from './mission-page.js';
+import { FULL_GRAPH_LIMIT, renderMissionPage } from './mission-page.js';
+import { MISSION_SCRIPT } from './mission-script.js';
+import { renderOverview } from './overview-view.js';
 import { renderPage } from './page.js';
+import { MissionViewReader } from './read-mission-view.js';
 import { readMissionRows } from './read-missions.js';
+import { clampLevels, renderTaskDetail } from './task-detail.js';
+import { criticalIndices, statusCodes } from './task-view-model.js';
 
 export interface BoardServerOptions {
   /** The board's Redis connection; the caller owns it and closes it after `close()`. */
@@ -51,17 +56,29 @@ function contentSecurityPolicy(nonce: string): string {
     "style-src 'unsafe-inline'",
     `script-src 'nonce-${nonce}'`,
     "img-src 'self' data:",
+    // The mission page fetches its live updates and a task's detail from the board itself.
+    "connect-src 'self'",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
   ].join('; ');
 }
 
-function sendPage(res: Response, title: string, body: SafeHtml, autoRefreshSec?: number): void {
+function sendPage(
+  res: Response,
+  title: string,
+  body: SafeHtml,
+  options: { autoRefreshSec?: number; script?: string } = {},
+): void {
   const nonce = randomBytes(16).toString('base64');
   res.setHeader('Content-Security-Policy', contentSecurityPolicy(nonce));
   res.setHeader('Cache-Control', 'no-store');
-  res.type('html').send(renderPage({ title, body, nonce, autoRefreshSec }));
+  res.type('html').send(renderPage({ title, body, nonce, ...options }));
+}
+
+function missionIdOf(raw: string): string {
+  if (!MISSION_ID.test(raw)) throw new FlotillaError('mission/not-found', `no mission '${raw}'`);
+  return raw;
 }
 
 function urlFor(address: AddressInfo): string {
@@ -96,6 +113,7 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
   const readOnly = options.readOnly ?? true;
   const window = options.missionWindow ?? 50;
   const store = new MissionStore(options.redis, options.prefix);
+  const reader = new MissionViewReader(store);
   const queues = new BoardQueues(options.redis, options.prefix, readOnly, QUEUES_BASE);
   const collectMetrics = createMetricsCollector({
     store,
@@ -127,36 +145,75 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
   app.get('/', async (req, res) => {
     const limit = Math.min(500, Math.max(1, Number(req.query.limit) || window));
     const rows = await readMissionRows(store, limit);
-    sendPage(
-      res,
-      'Missions',
-      renderMissionList(rows, limit),
-      rows.some((r) => r.status === 'running') ? 10 : undefined,
-    );
+    sendPage(res, 'Missions', renderMissionList(rows, limit), {
+      autoRefreshSec: rows.some((r) => r.status === 'running') ? 10 : undefined,
+    });
   });
 
   app.get('/missions/:id', async (req, res) => {
     const raw = String(req.params.id);
     const json = raw.endsWith('.json');
-    const id = json ? raw.slice(0, -'.json'.length) : raw;
-    if (!MISSION_ID.test(id)) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
+    const id = missionIdOf(json ? raw.slice(0, -'.json'.length) : raw);
     if (json) {
       res.setHeader('Cache-Control', 'no-store');
       res.json(await store.status(id));
       return;
     }
-    const [status, record, audit, summary] = await Promise.all([
-      store.status(id),
-      store.getMission(id),
-      store.getAudit(id),
+    const live = await reader.read(id);
+    const small = live.shape.tasks.length <= FULL_GRAPH_LIMIT;
+    const [summary, full] = await Promise.all([
       store.getMetaField(id, 'summary'),
+      small
+        ? Promise.all([store.status(id), store.getMission(id), store.getAudit(id)]).then(
+            ([status, record, audit]) => ({ status, spec: record.spec, audit }),
+          )
+        : null,
     ]);
-    const body = renderMissionPage({ status, spec: record.spec, summary, audit, queuesBase: QUEUES_BASE });
-    sendPage(res, status.goal, body, status.status === 'running' ? 5 : undefined);
+    const body = renderMissionPage({ live, summary, full, queuesBase: QUEUES_BASE });
+    sendPage(res, live.shape.goal, body, { script: MISSION_SCRIPT });
+  });
+
+  // The page's live update: the overview as HTML, and the task statuses once the event stream moved.
+  app.get('/missions/:id/live.json', async (req, res) => {
+    const id = missionIdOf(String(req.params.id));
+    const live = await reader.read(id);
+    const since = typeof req.query.since === 'string' ? req.query.since : '';
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({
+      event: live.eventId,
+      running: live.status === 'running',
+      overview: renderOverview(live.overview, {
+        id,
+        status: live.status,
+        finishedAt: live.finishedAt,
+        queuesBase: QUEUES_BASE,
+      }).value,
+      ...(since === live.eventId ? {} : { s: statusCodes(live), cp: criticalIndices(live) }),
+    });
+  });
+
+  // One task's detail and neighbourhood, fetched when a task is chosen.
+  app.get('/missions/:id/tasks/:task', async (req, res) => {
+    const id = missionIdOf(String(req.params.id));
+    const taskId = String(req.params.task);
+    const live = await reader.read(id);
+    if (!live.shape.byId.has(taskId))
+      throw new FlotillaError('mission/not-found', `mission ${id} has no task '${taskId}'`);
+    const detail = renderTaskDetail({
+      live,
+      taskId,
+      audit: await store.getTaskAudit(id, taskId),
+      levels: clampLevels(req.query.levels),
+      queuesBase: QUEUES_BASE,
+    });
+    res.setHeader('Cache-Control', 'no-store');
+    res.type('html').send(detail?.value ?? '');
   });
 
   app.get('/hosts', async (_req, res) => {
-    sendPage(res, 'Hosts', renderHostsPage(await listHosts(options.redis, options.prefix)), 10);
+    sendPage(res, 'Hosts', renderHostsPage(await listHosts(options.redis, options.prefix)), {
+      autoRefreshSec: 10,
+    });
   });
 
   app.get('/metrics', async (_req, res) => {

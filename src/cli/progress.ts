@@ -23,7 +23,7 @@ export function formatEventLine(event: MissionEvent): string {
   return `${time} ${who.padEnd(18)} ${(event.status ?? event.type).padEnd(10)} ${first}`;
 }
 
-/** The live table on a terminal: task, status, attempt, host, CLI, elapsed, score. */
+/** Every task, one row each (`flotilla status <id>`): task, status, attempt, host, CLI, elapsed, score. */
 export function renderTable(status: MissionStatusJson, now = Date.now()): string[] {
   const rows = status.tasks.map((t) => {
     const started = t.startedAt ? Date.parse(t.startedAt) : null;
@@ -53,15 +53,19 @@ export function renderTable(status: MissionStatusJson, now = Date.now()): string
   ];
 }
 
-/** Redraws the table in place on a TTY. */
+/**
+ * Redraws a frame in place on a TTY: back to the frame's first line, each line cleared and
+ * rewritten, then everything below cleared (a shorter frame leaves nothing behind). Frames must
+ * fit the terminal (screen-layout.ts), or the lines that scrolled away cannot be reached again.
+ */
 export class LiveTable {
   private drawn = 0;
 
   constructor(private readonly write: (text: string) => void) {}
 
   draw(lines: readonly string[]): void {
-    const up = this.drawn > 0 ? `\x1b[${this.drawn}A` : '';
-    this.write(`${up}${lines.map((l) => `\x1b[2K${l}`).join('\n')}\n`);
+    const up = this.drawn > 0 ? `\x1b[${this.drawn}A\r` : '';
+    this.write(`${up}${lines.map((l) => `\x1b[2K${l}`).join('\n')}\n\x1b[J`);
     this.drawn = lines.length;
   }
 }

@@ -10,6 +10,8 @@ export function missionKeys(prefix: string, missionId: string) {
     graph: `${base}:graph`,
     events: `${base}:events`,
     audit: `${base}:audit`,
+    /** taskId → the positions of its entries in `audit`, comma-separated: one task's trail without reading all. */
+    auditIndex: `${base}:audit-index`,
   } as const;
 }
 

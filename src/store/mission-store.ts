@@ -13,7 +13,14 @@ import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
 import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
-import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
+import {
+  AUDIT_SCRIPT,
+  CANCEL_SCRIPT,
+  LUA_CODES,
+  type LuaCode,
+  MARK_SCRIPT,
+  SETTLE_SCRIPT,
+} from './scripts.js';
 import { fromStored, statusJson, toStored } from './task-state.js';
 
 /** An audit entry as a stage writes it: the event, without its rendered message. */
@@ -149,6 +156,39 @@ export class MissionStore {
         costUsd: Number(raw.costUsd ?? 0),
       },
     };
+  }
+
+  /**
+   * The mission's facts without its spec: the spec of a 10,000-task mission is megabytes and never
+   * changes, so a reader that already holds it (the board) asks only for these.
+   */
+  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit'> | null> {
+    const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'id',
+      'goal',
+      'status',
+      'createdAt',
+      'finishedAt',
+      'cancelled',
+      'costUsd',
+    );
+    if (!rawId) return null;
+    return {
+      id: rawId,
+      goal: goal ?? '',
+      status: (status ?? 'running') as MissionStatus,
+      createdAt: createdAt ?? '',
+      finishedAt: finishedAt ?? null,
+      cancelled: cancelled === '1',
+      costUsd: Number(costUsd ?? 0),
+    };
+  }
+
+  /** The id of the newest event on the mission's stream ('0' if none): it changes whenever a task does. */
+  async lastEventId(id: string): Promise<string> {
+    const reply = await this.redis.xrevrange(missionKeys(this.prefix, id).events, '+', '-', 'COUNT', 1);
+    return reply[0]?.[0] ?? '0';
   }
 
   async getTasks(id: string): Promise<Record<string, TaskState>> {
@@ -317,10 +357,34 @@ export class MissionStore {
     }));
   }
 
-  /** Appends an entry; its message is the rendering of its event. */
+  /** Appends an entry (its message is the rendering of its event) and indexes it under its task. */
   async audit(id: string, entry: AuditInput): Promise<void> {
     const stored: AuditEntry = { ...entry, message: renderAuditEvent(entry.event) };
-    await this.redis.rpush(missionKeys(this.prefix, id).audit, JSON.stringify(stored));
+    const keys = missionKeys(this.prefix, id);
+    await this.redis.eval(AUDIT_SCRIPT, 2, keys.audit, keys.auditIndex, entry.taskId, JSON.stringify(stored));
+  }
+
+  /**
+   * One task's audit entries, oldest first, read by their positions: the board's task detail
+   * reads this on a click, and the whole trail of a 10,000-task mission is tens of megabytes.
+   * A mission written before the index existed is read whole and filtered.
+   */
+  async getTaskAudit(id: string, taskId: string): Promise<AuditEntry[]> {
+    const keys = missionKeys(this.prefix, id);
+    const [positions, indexed] = await Promise.all([
+      this.redis.hget(keys.auditIndex, taskId),
+      this.redis.exists(keys.auditIndex),
+    ]);
+    if (positions === null) {
+      if (indexed === 1) return [];
+      return (await this.getAudit(id)).filter((entry) => entry.taskId === taskId);
+    }
+    const pipeline = this.redis.pipeline();
+    for (const at of positions.split(',')) pipeline.lindex(keys.audit, Number(at));
+    const replies = (await pipeline.exec()) ?? [];
+    return replies
+      .map(([, raw]) => (typeof raw === 'string' ? (JSON.parse(raw) as AuditEntry) : null))
+      .filter((entry): entry is AuditEntry => entry !== null);
   }
 
   async getAudit(id: string): Promise<AuditEntry[]> {

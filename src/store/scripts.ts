@@ -15,6 +15,7 @@ function load(name: string): string {
 export const MARK_SCRIPT = load('mark-2.lua');
 export const SETTLE_SCRIPT = load('settle-3.lua');
 export const CANCEL_SCRIPT = load('cancel-2.lua');
+export const AUDIT_SCRIPT = load('audit-2.lua');
 
 /** The scripts' result codes, and what each means to the caller. */
 export const LUA_CODES = {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, html, trusted } from '../../src/board/html.js';
 import { renderMissionPage } from '../../src/board/mission-page.js';
+import { liveMissionOf, shapeOf } from '../../src/board/read-mission-view.js';
+import { renderTaskDetail } from '../../src/board/task-detail.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
 import type { MissionSpec, TaskSpec } from '../../src/shared/mission.js';
 import { taskSpec } from '../helpers/factories.js';
@@ -83,21 +85,39 @@ describe('renderMissionPage', () => {
         },
       ],
     };
+    const audit = [
+      {
+        at: '2024-01-01T00:01:00.000Z',
+        taskId: 'a',
+        attempt: 1,
+        stage: 'gate' as const,
+        message: `failed: ${evil}`,
+      },
+    ];
+    const live = liveMissionOf({
+      shape: shapeOf(status.id, spec.goal, status.createdAt, spec.tasks),
+      meta: { status: 'partial', createdAt: status.createdAt, finishedAt: status.finishedAt, costUsd: 0 },
+      states: Object.fromEntries(status.tasks.map((t) => [t.id, t])),
+      hosts: [],
+      eventId: '1-0',
+      now: Date.parse('2024-01-01T00:06:00.000Z'),
+    });
     const page = renderMissionPage({
-      status,
-      spec,
+      live,
       summary: `summary ${evil}`,
-      audit: [
-        {
-          at: '2024-01-01T00:01:00.000Z',
-          taskId: 'a',
-          attempt: 1,
-          stage: 'gate',
-          message: `failed: ${evil}`,
-        },
-      ],
+      full: { status, spec, audit },
       queuesBase: '/queues',
     }).value;
+    // The embedded model is JSON whose every `<` is escaped, so no title can close its element.
+    const model =
+      /<script type="application\/json" id="mission-model">([\s\S]*?)<\/script>/.exec(page)?.[1] ?? '';
+    expect(model).not.toContain('<');
+    expect(JSON.parse(model).titles[0]).toBe(`Title ${evil}`);
+    expect(page.split('</script>')).toHaveLength(2);
+    const detail =
+      renderTaskDetail({ live, taskId: 'a', audit, levels: 2, queuesBase: '/queues' })?.value ?? '';
+    expect(detail).not.toContain('<script>');
+    expect(detail).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
     expect(page).not.toContain('<script>');
     expect(page).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
     expect(page).toContain('data-task="a"');

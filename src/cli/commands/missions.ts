@@ -5,9 +5,9 @@ import { loadMission } from '../../mission/load.js';
 import type { Config } from '../../shared/config.js';
 import { formatProblem } from '../../shared/errors.js';
 import { listHosts } from '../../store/registry.js';
-import { exitCodeForStatus, followMission } from '../follow.js';
+import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
 import type { Io } from '../io.js';
-import { formatEventLine, LiveTable, renderTable } from '../progress.js';
+import { formatEventLine, renderTable } from '../progress.js';
 
 async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
   const client = await FlotillaClient.connect({ config });
@@ -66,15 +66,7 @@ export async function status(
       return 0;
     }
     if (args.watch) {
-      if (io.isTTY && !args.json) {
-        const table = new LiveTable((text) => process.stdout.write(text));
-        for (;;) {
-          const s = await client.status(args.id);
-          table.draw(renderTable(s));
-          if (s.status !== 'running') return exitCodeForStatus(s.status);
-          await new Promise((r) => setTimeout(r, 1_000));
-        }
-      }
+      if (io.isTTY && !args.json) return exitCodeForStatus((await watchMission(client, args.id)).status);
       const final = await client.wait(args.id, {
         onEvent: (event) => io.out(args.json ? JSON.stringify(event) : formatEventLine(event)),
       });
