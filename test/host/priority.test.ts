@@ -1,3 +1,5 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agePriorities } from '../../src/host/age-priorities.js';
@@ -55,13 +57,31 @@ describe('run-job priority on a shared queue', () => {
     await cluster?.stop();
   });
 
-  /** A one-task mission holding the only slot, so what follows queues up behind it. */
-  async function holdTheSlot(): Promise<string> {
-    const id = await cluster.submit(mission('hold the slot', [task('hold', [], '4s')]));
+  /**
+   * A one-task mission holding the only slot until `free()` is called, so what the test submits
+   * meanwhile queues up behind it however slow the machine is.
+   */
+  async function holdTheSlot(): Promise<{ id: string; free: () => Promise<void> }> {
+    const gate = join(cluster.dir, `free-${Date.now()}`);
+    const wait = `for i in $(seq 600); do test -e ${gate} && exit 0; sleep 0.1; done; exit 1`;
+    const hold = [
+      '  - id: hold',
+      '    title: Hold the slot',
+      '    capability: code_implementation',
+      '    critic: false',
+      '    depends_on: []',
+      '    exit_criteria: ["true"]',
+      '    description: |',
+      '      Hold the slot.',
+      '',
+      indent(sim(`- run: [bash, -c, ${JSON.stringify(wait)}]`)),
+    ].join('\n');
+    const id = await cluster.submit(mission('hold the slot', [hold]));
     for (;;) {
-      if ((await cluster.client.store.getTask(id, 'hold'))?.status === 'running') return id;
+      if ((await cluster.client.store.getTask(id, 'hold'))?.status === 'running') break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    return { id, free: () => writeFile(gate, '') };
   }
 
   it('gives a freed slot to the head of a long chain released after short tasks', async () => {
@@ -77,8 +97,9 @@ describe('run-job priority on a shared queue', () => {
         task('c3', ['c2'], '200ms'),
       ]),
     );
+    await hold.free();
     const status = await cluster.client.wait(id, { pollMs: 200 });
-    await cluster.client.wait(hold, { pollMs: 200 });
+    await cluster.client.wait(hold.id, { pollMs: 200 });
     expect(status.status).toBe('done');
     for (const short of ['s1', 's2', 's3'])
       expect(started(status, 'head')).toBeLessThan(started(status, short));
@@ -96,10 +117,11 @@ describe('run-job priority on a shared queue', () => {
       ]),
     );
     const flat = await cluster.submit(mission('flat', [task('f1', [], '200ms'), task('f2', [], '200ms')]));
+    await hold.free();
     const [deepStatus, flatStatus] = await Promise.all([
       cluster.client.wait(deep, { pollMs: 200 }),
       cluster.client.wait(flat, { pollMs: 200 }),
-      cluster.client.wait(hold, { pollMs: 200 }),
+      cluster.client.wait(hold.id, { pollMs: 200 }),
     ]);
     expect(deepStatus.status).toBe('done');
     expect(flatStatus.status).toBe('done');
