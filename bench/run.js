@@ -9,6 +9,7 @@
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
  *   node bench/run.js recovery --runs 3 --locks default,30000:30000:15000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
+ *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
@@ -24,6 +25,7 @@ const BENCHMARKS = {
   schedule: () => import('./schedule.js'),
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
+  audit: () => import('./audit-chain.js'),
   board: () => import('./board.js'),
 };
 
@@ -61,6 +63,7 @@ if (values.help) {
   recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
             --blocks 5000,9000   instead: does an event-loop block that long hand a job to another host?
   bullmq    --jobs 10000 --runs 3
+  audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
@@ -95,7 +98,8 @@ if (unknown.length > 0) {
   console.error(`unknown benchmark: ${unknown.join(', ')} (known: ${Object.keys(BENCHMARKS).join(', ')})`);
   process.exit(2);
 }
-const chosen = positionals.length > 0 ? positionals : ['bullmq', 'overhead', 'schedule', 'scale', 'recovery'];
+const chosen =
+  positionals.length > 0 ? positionals : ['bullmq', 'overhead', 'schedule', 'scale', 'recovery', 'audit'];
 
 const report = { machine: await machine(), startedAt: new Date().toISOString(), results: {} };
 console.log(

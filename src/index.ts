@@ -12,6 +12,7 @@ export {
   cancelMission,
   FlotillaClient,
   getMissionStatus,
+  type SubmittedMission,
   submitMission,
   waitForMission,
 } from './mission/client.js';

@@ -236,7 +236,8 @@ function stderrTail(stderr: string): string {
 function firstLine(text: string | undefined): string | undefined {
   const line = text
     ?.split('\n')
-    .map((candidate) => candidate.trim())
+    // A list item's marker is layout, not part of the sentence quoted in "reports failure: …".
+    .map((candidate) => candidate.trim().replace(/^(?:[-*+]|\d+[.)])\s+/, ''))
     .find((candidate) => candidate && !/^(none|n\/a)\.?$/i.test(candidate));
   return line ? clip(line, 200) : undefined;
 }

@@ -99,8 +99,16 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   }
 }
 
-/** flotilla's own secrets never reach an agent CLI or an exit criterion. */
-const PRIVATE_ENV = ['FLOTILLA_SECRET', 'FLOTILLA_BOARD_PASSWORD', 'FLOTILLA_BOARD_USER'];
+/**
+ * flotilla's own secrets never reach an agent CLI or an exit criterion. FLOTILLA_SIGNING_KEY is a
+ * path, not the key, but an agent told where the receipt key lies is one `cat` from forging receipts.
+ */
+export const PRIVATE_ENV = [
+  'FLOTILLA_SECRET',
+  'FLOTILLA_SIGNING_KEY',
+  'FLOTILLA_BOARD_PASSWORD',
+  'FLOTILLA_BOARD_USER',
+];
 
 export function childEnv(extra?: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};

@@ -27,6 +27,10 @@ export interface AttemptView {
   readonly queue?: string;
   readonly host?: string;
   readonly cli?: string;
+  /** The model tier and model the run was given, and why it escalated (from the run event). */
+  readonly tier?: string;
+  readonly model?: string;
+  readonly escalation?: string;
   readonly durationSec?: number;
   readonly criteria: readonly CriterionView[];
   readonly verifyMessage?: string;
@@ -93,6 +97,9 @@ function attemptView(attempt: number, entries: readonly AuditEntry[]): AttemptVi
     queue: route?.queue,
     host: runEntry?.host,
     cli: runEntry?.cli,
+    ...(run?.tier ? { tier: run.tier } : {}),
+    ...(run?.model ? { model: run.model } : {}),
+    ...(run?.escalation ? { escalation: run.escalation } : {}),
     durationSec: run ? Math.round(run.durationMs / 1000) : undefined,
     criteria: verify ? verify.criteria.map(criterionView) : [],
     verifyMessage: verifyEntry?.message,

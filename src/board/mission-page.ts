@@ -52,12 +52,14 @@ function renderAttempt(
   const facts = [
     attempt.host ? `host ${attempt.host}` : '',
     attempt.cli ? `CLI ${attempt.cli}` : '',
+    attempt.tier ? `tier ${attempt.tier}${attempt.model ? ` (${attempt.model})` : ''}` : '',
     attempt.durationSec !== undefined ? `ran ${attempt.durationSec}s` : '',
     attempt.queue ? `queue ${attempt.queue}` : '',
   ].filter(Boolean);
   return html`<div class="attempt ${attempt.gate?.action ?? ''}" data-attempt="${attempt.attempt}">
 <h4>Attempt ${attempt.attempt}${attempt.gate ? html` — gate: ${attempt.gate.message}` : ''}</h4>
 ${facts.length ? html`<div class="muted">${facts.join(' · ')}</div>` : ''}
+${attempt.escalation ? html`<div class="escalation">escalated: ${attempt.escalation}</div>` : ''}
 ${renderCriteria(attempt)}
 ${renderCritic(attempt)}
 <div class="jobs">Jobs in Bull Board: ${links.map((l) => html`<a href="${l.href}" title="${l.queue} / ${l.jobId}">${l.stage}</a>`)}</div>

@@ -45,7 +45,9 @@ export function renderTable(status: MissionStatusJson, now = Date.now()): string
       .map((c, i) => c.padEnd(widths[i] ?? 0))
       .join('  ')
       .trimEnd();
-  const elapsed = formatDuration(now - Date.parse(status.createdAt));
+  // A finished mission shows how long it took, not how long ago it started.
+  const end = status.finishedAt ? Date.parse(status.finishedAt) : now;
+  const elapsed = formatDuration(end - Date.parse(status.createdAt));
   return [
     `${status.id} — ${status.status} — ${elapsed}${status.costUsd ? ` — $${status.costUsd.toFixed(4)}` : ''}`,
     line(header),

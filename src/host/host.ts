@@ -9,6 +9,7 @@ import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
 import { createLogger, type Logger } from '../shared/logger.js';
+import { readSigningKey } from '../shared/receipt.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
@@ -102,6 +103,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
     );
   }
+  const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
   const slots = options.slots ?? DEFAULT_SLOTS;
 
@@ -131,6 +133,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
         cli: c.adapter.cli,
         displayName: c.adapter.displayName,
         ...(c.version ? { version: c.version } : {}),
+        ...(c.adapter.vendor ? { vendor: c.adapter.vendor } : {}),
         capabilities: [...c.adapter.config.capabilities],
         order: c.adapter.order,
       })),
@@ -165,6 +168,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await reconcileDispatchWorkers();
     },
     missions: new Map(),
+    ...(signingKey ? { signingKey } : {}),
   };
 
   const workerOptions = {

@@ -33,7 +33,7 @@ export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{
     const waiting = record.spec.tasks.flatMap((task) => {
       const state = states[task.id];
       return state && (state.status === 'queued' || state.status === 'retrying') && state.attempts >= 1
-        ? [{ task, attempt: state.attempts }]
+        ? [{ task, attempt: state.attempts, cli: state.escalated?.cli ?? null }]
         : [];
     });
     if (waiting.length === 0) continue;

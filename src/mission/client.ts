@@ -21,6 +21,14 @@ export interface ClientOptions {
   readonly config?: Config;
 }
 
+export interface SubmittedMission {
+  readonly id: string;
+  readonly branch: string;
+  readonly repo: string;
+  /** What preparing the workspace did that a person should hear about (see prepare-workspace). */
+  readonly notes: readonly string[];
+}
+
 /**
  * The library API for scripts: submit, follow, cancel and answer missions. A client holds one
  * Redis connection; close it when done. The named functions below open and close one per call.
@@ -54,7 +62,7 @@ export class FlotillaClient {
   }
 
   /** Validates (a file) and submits; an invalid mission throws before anything reaches Redis. */
-  async submit(mission: string | MissionSpec): Promise<{ id: string; branch: string; repo: string }> {
+  async submit(mission: string | MissionSpec): Promise<SubmittedMission> {
     const spec = typeof mission === 'string' ? await loadMissionOrThrow(mission) : mission;
     return submitValidMission(this.context(), spec);
   }
@@ -125,6 +133,7 @@ export class FlotillaClient {
         `task ${taskId} already had two answered rounds; a person must take it from here`,
       );
     }
+    const now = new Date().toISOString();
     const outcome = await this.store.settle(
       id,
       taskId,
@@ -132,18 +141,19 @@ export class FlotillaClient {
       'answer',
       // The next pause overwrites `questions`; each round's questions stay beside its answer.
       { answers, asked: [...(state.asked ?? []), JSON.stringify(state.questions ?? [])] },
-      new Date().toISOString(),
+      now,
+      // Written by the same script, only if the answer applied: the continuation is attempt + 1.
+      { at: now, taskId, attempt: state.attempts + 1, stage: 'answer', event: { kind: 'answer', text } },
     );
     if (!outcome.applied)
       throw new FlotillaError('usage', `task ${taskId} is no longer waiting for an answer`);
-    await this.store.audit(id, {
-      at: new Date().toISOString(),
-      taskId,
+    // A continuation stays where escalation had taken the task.
+    await enqueueAttempt(this.context(), {
+      missionId: id,
+      task,
       attempt: outcome.attempts,
-      stage: 'answer',
-      event: { kind: 'answer', text },
+      cli: state.escalated?.cli ?? null,
     });
-    await enqueueAttempt(this.context(), { missionId: id, task, attempt: outcome.attempts });
     return { attempt: outcome.attempts };
   }
 

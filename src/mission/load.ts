@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { CAPABILITIES } from '../shared/capabilities.js';
 import { FlotillaError, type Problem } from '../shared/errors.js';
 import {
   type MissionFile,
@@ -22,7 +23,7 @@ import {
   unresolvedAliasLines,
   type YamlSource,
 } from '../shared/validation/yaml-lines.js';
-import { checkMissionRules } from './rules.js';
+import { capabilityWarnings, checkMissionRules, collectRuleTasks } from './rules.js';
 
 /**
  * Reads a mission file: YAML → schema → cross-task rules → agent files → a normalised MissionSpec.
@@ -32,16 +33,23 @@ import { checkMissionRules } from './rules.js';
 export interface LoadMissionOptions {
   /** Folder of `<agent>.md` files; default `FLOTILLA_AGENTS`, then `agents/` beside the mission file. */
   readonly agentsDir?: string;
+  /**
+   * Capability terms the loaded adapters add to the vocabulary. A capability in neither is a
+   * warning (most likely a typo), never an error: another host may run an adapter that has it.
+   */
+  readonly adapterCapabilities?: readonly string[];
 }
 
 export interface LoadedMission {
   readonly mission?: MissionSpec;
   readonly problems: Problem[];
+  /** What is allowed but probably wrong; the mission is still valid. */
+  readonly warnings: Problem[];
 }
 
 export async function loadMission(file: string, options: LoadMissionOptions = {}): Promise<LoadedMission> {
-  const { mission, problems } = await load(file, options);
-  return mission ? { mission, problems } : { problems };
+  const { mission, problems, warnings } = await load(file, options);
+  return mission ? { mission, problems, warnings } : { problems, warnings };
 }
 
 /** For callers that stop on the first failure (submit, run): `mission/not-found` or `mission/invalid`. */
@@ -77,18 +85,25 @@ export function resolveAgentsDir(missionFile: string, options: LoadMissionOption
 /** Garbage can make a YAML parser report hundreds of follow-on errors; the first ones are the useful ones. */
 const MAX_SYNTAX_PROBLEMS = 20;
 
-type LoadResult = LoadedMission & { readonly notFound?: boolean };
+type LoadResult = Omit<LoadedMission, 'warnings'> & {
+  readonly notFound?: boolean;
+  readonly warnings?: Problem[];
+};
 
-async function load(file: string, options: LoadMissionOptions): Promise<LoadResult> {
+async function load(
+  file: string,
+  options: LoadMissionOptions,
+): Promise<LoadResult & { warnings: Problem[] }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = errorCode(error);
-    if (code === 'ENOENT') return { problems: [{ file, path: '', message: 'no such file' }], notFound: true };
+    if (code === 'ENOENT')
+      return { problems: [{ file, path: '', message: 'no such file' }], warnings: [], notFound: true };
     const message =
       code === 'EISDIR' ? 'expected a file, got a directory' : `cannot read: ${errorText(error)}`;
-    return { problems: [{ file, path: '', message }] };
+    return { problems: [{ file, path: '', message }], warnings: [] };
   }
   let result: LoadResult;
   try {
@@ -98,7 +113,11 @@ async function load(file: string, options: LoadMissionOptions): Promise<LoadResu
     // report, not a crash of the command.
     result = { problems: [{ file, path: '', message: `cannot be read as a mission: ${errorText(error)}` }] };
   }
-  return { ...result, problems: result.problems.map(tidyProblem) };
+  return {
+    ...result,
+    problems: result.problems.map(tidyProblem),
+    warnings: (result.warnings ?? []).map(tidyProblem),
+  };
 }
 
 /** Messages quote the user's text; one problem must stay one readable line whatever that text holds. */
@@ -156,12 +175,18 @@ async function checkMission(file: string, text: string, options: LoadMissionOpti
   ];
   const agentsDir = resolveAgentsDir(file, options);
   const agents = await readAgents(raw, agentsDir);
+  const workspace = await checkWorkspacePath(raw.workspace, path.dirname(path.resolve(file)));
+  if (workspace) found.push({ path: ['workspace'], message: workspace });
   const problems = sortByLine([
     ...found.map((problem) => toProblem(file, source, problem.path, problem.message, problem.at)),
     ...agents.missing.map((problem) => toProblem(file, source, problem.path, problem.message)),
   ]);
-  if (!parsed.success || problems.length > 0) return { problems };
-  return { mission: normalizeMission(parsed.data, file, agentsDir, agents.texts), problems: [] };
+  const known = [...CAPABILITIES, ...(options.adapterCapabilities ?? [])];
+  const warnings = capabilityWarnings(collectRuleTasks(raw), known).map((warning) =>
+    toProblem(file, source, warning.path, warning.message),
+  );
+  if (!parsed.success || problems.length > 0) return { problems, warnings };
+  return { mission: normalizeMission(parsed.data, file, agentsDir, agents.texts), problems: [], warnings };
 }
 
 function normalizeMission(
@@ -179,6 +204,31 @@ function normalizeMission(
     agents,
     tasks: data.tasks.map((task) => normalizeTask(task, data.defaults)),
   };
+}
+
+/**
+ * What a local workspace path must be before anything is created: a folder, or a missing folder
+ * inside one that exists. A regular file cannot become a repository, and a missing parent is
+ * almost always a mistyped path, which `mkdir -p` would turn into a mission on an empty repo.
+ */
+async function checkWorkspacePath(workspace: unknown, missionDir: string): Promise<string | undefined> {
+  if (typeof workspace !== 'string' || workspace === '' || URL_LIKE.test(workspace)) return undefined;
+  const where = path.resolve(missionDir, workspace);
+  const kind = await pathKind(where);
+  if (kind === 'directory') return undefined;
+  if (kind === 'other')
+    return `expected a folder (a git repository, or a folder to make one), got a file at ${where}`;
+  const parent = path.dirname(where);
+  if ((await pathKind(parent)) === 'directory') return undefined;
+  return `no folder at ${where}, and its parent ${parent} does not exist either; create it, or fix the path (a missing workspace is made only inside an existing folder)`;
+}
+
+async function pathKind(where: string): Promise<'directory' | 'other' | 'missing'> {
+  try {
+    return (await stat(where)).isDirectory() ? 'directory' : 'other';
+  } catch {
+    return 'missing';
+  }
 }
 
 interface AgentProblem {

@@ -107,6 +107,12 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   control_mode: `how freely the agent may change files: ${CONTROL_MODES.join(', ')} (default guarded)`,
   backoff: 'pause before a retry, like 5s (default 5s)',
   budget_usd: 'a spending limit in US dollars; leave out',
+  escalate:
+    'what a retry changes after a failure: [tier] (a stronger model), [cli] (another CLI) or both; leave out',
+  critic: 'false turns the independent review off for every task; leave out (coding tasks are reviewed)',
+  kind: 'the kind of every task that gives none; leave out',
+  cli: 'pin every task to one agent CLI; leave out',
+  allowed_paths: 'folders every task may write, like [src/, test/]; leave out unless the goal limits them',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
@@ -131,6 +137,7 @@ const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
   max_attempts: 'overrides defaults.max_attempts',
   timeout: 'overrides defaults.timeout',
   min_score: 'overrides defaults.min_score',
+  escalate: 'overrides defaults.escalate',
 };
 
 interface FieldShape {

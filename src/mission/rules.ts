@@ -1,5 +1,6 @@
+import { splitCapabilities } from '../queue/match.js';
 import { findCycles, formatCycle } from '../shared/dag.js';
-import { isRecord, quote } from '../shared/validation/schema-problems.js';
+import { closestKey, isRecord, quote } from '../shared/validation/schema-problems.js';
 import type { PathSegment } from '../shared/validation/yaml-lines.js';
 
 /**
@@ -136,6 +137,30 @@ export const MISSION_RULES: readonly MissionRule[] = [
   noCycles,
   oneCapability,
 ];
+
+/**
+ * Warnings, not errors: a capability outside the vocabulary and outside every loaded adapter's own
+ * terms is most likely a typo, and a mission that names it would wait for a host that never comes.
+ * It stays valid because a host elsewhere may run an adapter with that term.
+ */
+export function capabilityWarnings(tasks: readonly RuleTask[], known: readonly string[]): RuleProblem[] {
+  const terms = new Set(known);
+  return tasks.flatMap((task) => {
+    const field = task.capability !== undefined ? 'capability' : 'task_type';
+    const value = task.capability ?? task.taskType;
+    if (value === undefined) return [];
+    return splitCapabilities(value)
+      .filter((term) => !terms.has(term))
+      .map((term) => {
+        const guess = closestKey(term, known);
+        const hint = guess ? ` — did you mean ${quote(guess)}?` : '';
+        return {
+          path: ['tasks', task.index, field],
+          message: `unknown capability ${quote(term)}${hint} (in neither the vocabulary nor a loaded adapter, so no host may ever serve it)`,
+        };
+      });
+  });
+}
 
 function idsOf(tasks: readonly RuleTask[]): Set<string> {
   return new Set(tasks.flatMap((task) => (task.id === undefined ? [] : [task.id])));

@@ -55,6 +55,15 @@ export async function submitValidMission(
       branch: workspace.branch,
     },
   });
+  for (const note of workspace.notes) {
+    await ctx.store.audit(id, {
+      at: now,
+      taskId: '',
+      attempt: 0,
+      stage: 'mission',
+      event: { kind: 'mission', action: 'workspace', note },
+    });
+  }
   const rootTasks = spec.tasks.filter((task) => task.dependsOn.length === 0);
   await enqueueAttempts(
     ctx,
@@ -62,5 +71,5 @@ export async function submitValidMission(
     rootTasks.map((task) => ({ task, attempt: 1 })),
   );
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
-  return { id, branch: workspace.branch, repo: workspace.repo };
+  return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes };
 }

@@ -23,6 +23,8 @@ export interface AttemptToEnqueue {
   readonly task: TaskSpec;
   readonly attempt: number;
   readonly delayMs?: number;
+  /** The CLI escalation moved the task to: the attempt is routed as if the task pinned it. */
+  readonly cli?: string | null;
 }
 
 /** Attempts per round trip of bookkeeping and per BullMQ MULTI of flows. */
@@ -39,12 +41,19 @@ const FLOWS_PER_BATCH = 500;
 export async function enqueueAttempts(
   ctx: EnqueueContext,
   missionId: string,
-  attempts: readonly AttemptToEnqueue[],
+  requested: readonly AttemptToEnqueue[],
   options: { unlessCancelled?: boolean } = {},
 ): Promise<Route[]> {
-  if (attempts.length === 0) return [];
+  if (requested.length === 0) return [];
   const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
-  const routes = attempts.map((item) => routeTask(item.task, hosts));
+  const attempts = requested.map((item) =>
+    item.cli && !item.task.cli ? { ...item, task: { ...item.task, cli: item.cli }, escalated: true } : item,
+  );
+  const routes = attempts.map((item) => {
+    const routed = routeTask(item.task, hosts);
+    // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
+    return 'escalated' in item ? { ...routed, reason: `escalated: ${routed.reason}` } : routed;
+  });
   const missionQueue = ctx.queues.get(QUEUES.mission);
   const fresh: { item: AttemptToEnqueue; route: Route }[] = [];
   // Batches bound one pipeline and one MULTI when a submit enqueues thousands of roots at once.
@@ -86,6 +95,18 @@ export async function enqueueAttempts(
       { missionId, taskId: item.task.id, attempt: item.attempt, queue: route.queue },
       route.reason,
     );
+    if (route.how === 'waiting') {
+      // Followers (`run`, `submit --wait`, `status --watch`) print this, so a task that no host can
+      // serve is said out loud instead of sitting silently in a queue nobody consumes.
+      await ctx.store.emit({
+        missionId,
+        taskId: item.task.id,
+        attempt: item.attempt,
+        type: 'task',
+        status: 'waiting',
+        message: route.reason,
+      });
+    }
     await ctx.store.audit(missionId, {
       at: new Date().toISOString(),
       taskId: item.task.id,
@@ -107,7 +128,7 @@ export async function enqueueAttempts(
 /** One attempt's flow; see enqueueAttempts. */
 export async function enqueueAttempt(
   ctx: EnqueueContext,
-  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number },
+  input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number; cli?: string | null },
 ): Promise<{ queue: string; reason: string }> {
   const [route] = await enqueueAttempts(ctx, input.missionId, [input]);
   return { queue: route?.queue ?? '', reason: route?.reason ?? '' };

@@ -16,6 +16,14 @@ export const INFRA_ATTEMPTS: JobsOptions = {
   backoff: { type: 'exponential', delay: 2_000 },
 };
 
+/**
+ * BullMQ re-emits the shared connection's errors on every Queue and FlowProducer; one without a
+ * listener prints each reconnect attempt as a stack trace on stderr (hundreds a minute while Redis
+ * is down). The connection's owner already listens on the ioredis client and decides what a lost
+ * Redis means, and commands still reject to their callers, so these copies are dropped.
+ */
+function ignoreConnectionError(): void {}
+
 export class QueueSet {
   private readonly queues = new Map<string, Queue>();
   readonly flows: FlowProducer;
@@ -26,6 +34,7 @@ export class QueueSet {
     private readonly telemetry?: Telemetry,
   ) {
     this.flows = new FlowProducer({ connection, prefix, ...(telemetry ? { telemetry } : {}) });
+    this.flows.on('error', ignoreConnectionError);
   }
 
   get(name: string): Queue {
@@ -36,6 +45,7 @@ export class QueueSet {
         prefix: this.prefix,
         ...(this.telemetry ? { telemetry: this.telemetry } : {}),
       });
+      queue.on('error', ignoreConnectionError);
       this.queues.set(name, queue);
     }
     return queue;

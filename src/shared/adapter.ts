@@ -63,6 +63,8 @@ export interface Adapter {
   /** `cli` from front matter, else the file name without `.md`. */
   readonly cli: string;
   readonly displayName: string;
+  /** Front matter `vendor`: who makes the model behind it (escalation prefers another vendor). */
+  readonly vendor?: string;
   readonly file: string;
   /** Position in the folder's file order; ties in matching go to the lower one. */
   readonly order: number;

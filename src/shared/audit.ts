@@ -52,6 +52,21 @@ export type AuditEvent =
       /** Files written outside the write scope and rolled back. */
       readonly rolledBack: readonly string[];
       readonly costUsd?: number;
+      /** The model tier and model flag the CLI was given, and the version detection saw. */
+      readonly tier?: string;
+      readonly model?: string;
+      readonly cliVersion?: string;
+      /** Why this attempt ran at this tier or on this CLI (escalate:), when it escalated. */
+      readonly escalation?: string;
+      /** The attempt's commit on its ref. */
+      readonly commit?: string;
+    }
+  /** A CLI that was running when the mission was cancelled, and was stopped. */
+  | {
+      readonly kind: 'run-cancelled';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly durationMs: number;
     }
   /** An attempt that never started a CLI (budget spent, prompt too large). */
   | { readonly kind: 'run-refused'; readonly reason: string }
@@ -87,11 +102,17 @@ export type AuditEvent =
       readonly reason?: string;
       readonly delayMs?: number;
       readonly score?: number;
+      /** The integration merge commit of an approved attempt. */
+      readonly commit?: string;
+      /** Where the retry goes after this failure (escalate:), and why. */
+      readonly escalation?: string;
     }
   | { readonly kind: 'answer'; readonly text: string }
   | {
       readonly kind: 'mission';
-      readonly action: 'submitted' | 'finished';
+      /** `workspace`: what preparing the workspace did that a person should hear about (`note`). */
+      readonly action: 'submitted' | 'finished' | 'workspace';
+      readonly note?: string;
       readonly status?: string;
       readonly tasks?: number;
       readonly repo?: string;
@@ -111,8 +132,13 @@ export function renderAuditEvent(event: AuditEvent): string {
         ...event.warnings,
         ...(event.rolledBack.length ? [`rolled back ${event.rolledBack.length} file(s) outside scope`] : []),
       ];
-      return `${event.cliName} exited ${event.exitCode ?? 'by signal'}${event.timedOut ? ' (timed out)' : ''} after ${Math.round(event.durationMs / 1000)}s; result ${event.resultStatus} from ${event.resultSource}${notes.length ? `; ${notes.join('; ')}` : ''}`;
+      const escalated = event.escalation
+        ? `; at the ${event.tier ?? '?'} tier${event.model ? ` (${event.model})` : ''}: ${event.escalation}`
+        : '';
+      return `${event.cliName} exited ${event.exitCode ?? 'by signal'}${event.timedOut ? ' (timed out)' : ''} after ${Math.round(event.durationMs / 1000)}s; result ${event.resultStatus} from ${event.resultSource}${notes.length ? `; ${notes.join('; ')}` : ''}${escalated}`;
     }
+    case 'run-cancelled':
+      return `${event.cliName} stopped by the mission's cancel after ${Math.round(event.durationMs / 1000)}s`;
     case 'run-refused':
       return event.reason;
     case 'rate-limited':
@@ -135,6 +161,7 @@ export function renderAuditEvent(event: AuditEvent): string {
     case 'answer':
       return `answered: ${event.text}`;
     case 'mission':
+      if (event.action === 'workspace') return event.note ?? 'workspace prepared';
       return event.action === 'submitted'
         ? `submitted: ${event.tasks ?? 0} tasks, workspace ${event.repo ?? '?'} at ${(event.baseCommit ?? '').slice(0, 12)}, integration branch ${event.branch ?? '?'}`
         : `mission ${event.status ?? 'finished'}`;
@@ -146,7 +173,7 @@ function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {
     case 'approve':
       return `approved${event.score !== undefined ? ` (score ${event.score})` : ''}`;
     case 'retry':
-      return `retry in ${Math.round((event.delayMs ?? 0) / 1000)}s: ${event.reason ?? ''}`;
+      return `retry in ${Math.round((event.delayMs ?? 0) / 1000)}s: ${event.reason ?? ''}${event.escalation ? `; next attempt: ${event.escalation}` : ''}`;
     case 'fail':
       return `failed: ${event.reason ?? ''}`;
     case 'pause':
@@ -160,6 +187,7 @@ function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {
 export function spawnedCli(event: AuditEvent | undefined): boolean {
   return (
     event?.kind === 'run' ||
+    event?.kind === 'run-cancelled' ||
     event?.kind === 'critic' ||
     event?.kind === 'rate-limited' ||
     event?.kind === 'cli-unusable'

@@ -46,6 +46,8 @@ const envSchema = z.object({
   FLOTILLA_AGENTS: z.string().optional(),
   /** HMAC key for job payloads and mission specs; hosts refuse unsigned or altered ones when set. */
   FLOTILLA_SECRET: z.string().min(1).optional(),
+  /** An Ed25519 private key (PEM file) that signs mission receipts on the host that finalizes. */
+  FLOTILLA_SIGNING_KEY: z.string().min(1).optional(),
   FLOTILLA_BOARD_USER: z.string().optional(),
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
   /** Host caches (repo clones, attempt worktrees). */
@@ -70,6 +72,8 @@ export interface Config {
   readonly adaptersDir: string;
   readonly agentsDir?: string;
   readonly secret?: string;
+  /** Path of the receipt signing key (FLOTILLA_SIGNING_KEY); read by hosts at start. */
+  readonly signingKeyFile?: string;
   readonly boardUser?: string;
   readonly boardPassword?: string;
   readonly home: string;
@@ -101,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adaptersDir: resolve(e.FLOTILLA_ADAPTERS ?? join(PACKAGE_ROOT, 'adapters')),
     agentsDir: e.FLOTILLA_AGENTS,
     secret: e.FLOTILLA_SECRET,
+    ...(e.FLOTILLA_SIGNING_KEY ? { signingKeyFile: resolve(e.FLOTILLA_SIGNING_KEY) } : {}),
     boardUser: e.FLOTILLA_BOARD_USER,
     boardPassword: e.FLOTILLA_BOARD_PASSWORD,
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),

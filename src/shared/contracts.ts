@@ -177,6 +177,14 @@ export interface TaskState {
   feedback?: string | null;
   /** Why the task went to the queue it did, or why it waits. */
   route?: string | null;
+  /** Where escalation (`escalate:`) has taken the task, and why; the next attempt runs so. */
+  escalated?: {
+    level: number;
+    tier: string | null;
+    cli: string | null;
+    reason: string;
+    tried: readonly string[];
+  } | null;
   costUsd?: number;
   questions?: unknown;
   answers?: string[];
@@ -198,6 +206,8 @@ export interface MissionStatusJson {
   createdAt: string;
   finishedAt: string | null;
   branch: string;
+  /** The repository the branch is in: an absolute path or a URL, as hosts clone it (always set by the store). */
+  workspace?: string;
   costUsd?: number;
   tasks: Array<{
     id: string;
@@ -209,6 +219,9 @@ export interface MissionStatusJson {
     score: number | null;
     error: string | null;
     route?: string | null;
+    /** The model tier escalation moved the task to (null: the agent's own), and why. */
+    tier?: string | null;
+    escalation?: string | null;
     costUsd?: number;
     questions?: unknown;
     startedAt?: string | null;
@@ -230,6 +243,8 @@ export interface AuditEntry {
   message: string;
   /** Large texts (prompt, result, criteria output); `report` writes them to files. */
   files?: Record<string, string>;
+  /** Set by the store when the entry is appended: its place in the mission's hash chain. */
+  chain?: { n: number; prev: string; content: string; hash: string };
 }
 
 /** Events published on the mission's stream, for `run`, `status --watch` and the board. */

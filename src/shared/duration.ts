@@ -1,11 +1,11 @@
-/** Durations as users write them: `90s`, `10m`, `1h30m`, `500ms`, or a bare number of milliseconds. */
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+/** Durations as users write them: `90s`, `10m`, `1h30m`, `500ms`, `7d`, or a bare number of milliseconds. */
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 export function parseDuration(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text);
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
   let total = 0;
   let consumed = 0;
   for (const match of text.matchAll(re)) {

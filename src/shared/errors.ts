@@ -59,6 +59,8 @@ export function exitCodeFor(code: ErrorCode): number {
       return 2;
     case 'redis/unreachable':
     case 'git/missing':
+    // No agent CLI on a host is a missing piece of the machine, not a mistake in the user's input.
+    case 'cli/not-found':
       return 3;
     default:
       return 1;

@@ -17,6 +17,16 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   return ms;
 });
 
+/** `escalate: [tier, cli]`: what a retry changes after a failed attempt (stages/run/escalate.ts). */
+const escalate = z
+  .array(z.enum(['tier', 'cli']))
+  .max(2)
+  .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once');
+
+/**
+ * The mission-wide value of every per-task setting that has one (DESIGN.md §5); a task's own value
+ * wins. `critic` and `kind` have no fixed default: absent, each task decides by its kind.
+ */
 export const defaultsSchema = z
   .object({
     max_attempts: z.number().int().min(1).max(20).default(3),
@@ -25,6 +35,11 @@ export const defaultsSchema = z
     control_mode: z.enum(CONTROL_MODES).default('guarded'),
     backoff: duration.default(5_000),
     budget_usd: z.number().positive().optional(),
+    escalate: escalate.default([]),
+    critic: z.boolean().optional(),
+    kind: z.enum(TASK_KINDS).optional(),
+    cli: z.string().min(1).optional(),
+    allowed_paths: z.array(z.string()).optional(),
   })
   .strict();
 
@@ -40,7 +55,7 @@ export const taskSchema = z
     description: z.string().default(''),
     capability: z.string().min(1).optional(),
     task_type: z.string().min(1).optional(),
-    kind: z.enum(TASK_KINDS).default('coding'),
+    kind: z.enum(TASK_KINDS).optional(),
     division: z.string().optional(),
     languages: z.array(z.string()).default([]),
     frameworks: z.array(z.string()).default([]),
@@ -58,6 +73,7 @@ export const taskSchema = z
     max_attempts: z.number().int().min(1).max(20).optional(),
     timeout: duration.optional(),
     min_score: z.number().min(0).max(10).optional(),
+    escalate: escalate.optional(),
   })
   .strict();
 
@@ -102,6 +118,8 @@ export interface TaskSpec {
    * (queue/priority.ts); absent in missions submitted before it existed, which run unprioritized.
    */
   readonly priority?: number;
+  /** After a failed attempt: the next model tier, then another CLI, in the order given. */
+  readonly escalate?: readonly ('tier' | 'cli')[];
 }
 
 /** A validated mission: what submit stores in Redis. */
@@ -119,27 +137,29 @@ export interface MissionSpec {
 }
 
 export function normalizeTask(task: TaskFile, defaults: MissionFile['defaults']): TaskSpec {
+  const kind = task.kind ?? defaults.kind ?? 'coding';
   return {
     id: task.id,
     title: task.title,
     description: task.description,
-    capability: task.capability ?? task.task_type ?? defaultCapability(task.kind),
-    kind: task.kind,
+    capability: task.capability ?? task.task_type ?? defaultCapability(kind),
+    kind,
     division: task.division,
     languages: task.languages,
     frameworks: task.frameworks,
     agent: task.agent,
     dependsOn: task.depends_on,
     exitCriteria: task.exit_criteria,
-    allowedPaths: task.allowed_paths,
+    allowedPaths: task.allowed_paths ?? defaults.allowed_paths,
     files: task.files,
-    critic: task.critic ?? task.kind === 'coding',
-    cli: task.cli,
+    critic: task.critic ?? defaults.critic ?? kind === 'coding',
+    cli: task.cli ?? defaults.cli,
     controlMode: task.control_mode ?? defaults.control_mode,
     maxAttempts: task.max_attempts ?? defaults.max_attempts,
     timeoutMs: task.timeout ?? defaults.timeout,
     minScore: task.min_score ?? defaults.min_score,
     backoffMs: defaults.backoff,
+    ...((task.escalate ?? defaults.escalate).length ? { escalate: task.escalate ?? defaults.escalate } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { CliGroups } from '../agent/cli-groups.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Adapter } from '../shared/adapter.js';
@@ -37,6 +38,8 @@ export interface HostContext {
   readonly coolingUntil: Map<string, number>;
   /** Called when what the host advertises changed (a CLI disabled or cooling down). */
   readonly onAdvertisedChange: () => Promise<void>;
+  /** Signs mission receipts at finalize (FLOTILLA_SIGNING_KEY); without it receipts are unsigned. */
+  readonly signingKey?: KeyObject;
   /** Specs are immutable once submitted, so a host reads each mission's once. */
   readonly missions: Map<string, MissionRecord>;
 }

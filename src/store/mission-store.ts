@@ -1,4 +1,6 @@
 import { type AuditEvent, renderAuditEvent } from '../shared/audit.js';
+import { entryContentHash, genesisHash } from '../shared/audit-chain.js';
+import { canonicalJson } from '../shared/canonical-json.js';
 import type {
   AuditEntry,
   MissionEvent,
@@ -9,12 +11,13 @@ import type {
 } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { MissionSpec } from '../shared/mission.js';
+import type { Receipt } from '../shared/receipt.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
 import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
 import { listHosts, type RoutableHost, routableHosts } from './registry.js';
 import {
-  AUDIT_SCRIPT,
+  APPEND_AUDIT_SCRIPT,
   CANCEL_SCRIPT,
   LUA_CODES,
   type LuaCode,
@@ -267,19 +270,25 @@ export class MissionStore {
     action: SettleAction,
     patch: Partial<TaskState>,
     now: string,
+    /** The transition's audit entry (its task is `taskId`), appended only if the transition applies. */
+    audit?: AuditInput,
   ): Promise<SettleOutcome> {
     const keys = missionKeys(this.prefix, id);
+    const entry = audit ? this.chainArgs(id, audit) : ['', '', ''];
     const raw = (await this.redis.eval(
       SETTLE_SCRIPT,
-      3,
+      5,
       keys.meta,
       keys.tasks,
       keys.graph,
+      keys.audit,
+      keys.auditIndex,
       taskId,
       String(attempt),
       action,
       JSON.stringify(toStored(patch)),
       now,
+      ...entry,
     )) as [LuaCode, number, number, MissionStatus, TaskStatus, number, string[], string[]];
     const [code, applied, settled, missionStatus, taskStatus, attempts, released, skipped] = raw;
     if (code === LUA_CODES.unknownTask)
@@ -357,11 +366,30 @@ export class MissionStore {
     }));
   }
 
-  /** Appends an entry (its message is the rendering of its event) and indexes it under its task. */
-  async audit(id: string, entry: AuditInput): Promise<void> {
-    const stored: AuditEntry = { ...entry, message: renderAuditEvent(entry.event) };
+  /**
+   * Appends an entry to the mission's hash-chained trail (shared/audit-chain.ts) and indexes it
+   * under its task: one script links, pushes and indexes it, the one round trip a plain RPUSH took.
+   * Its message is the rendering of its event. Returns the entry's number in the chain.
+   */
+  async audit(id: string, entry: AuditInput): Promise<number> {
     const keys = missionKeys(this.prefix, id);
-    await this.redis.eval(AUDIT_SCRIPT, 2, keys.audit, keys.auditIndex, entry.taskId, JSON.stringify(stored));
+    const n = await this.redis.eval(
+      APPEND_AUDIT_SCRIPT,
+      3,
+      keys.meta,
+      keys.audit,
+      keys.auditIndex,
+      entry.taskId,
+      ...this.chainArgs(id, entry),
+    );
+    return Number(n);
+  }
+
+  /** An entry as audit-append.lua takes it: canonical JSON, its content hash, the genesis hash. */
+  private chainArgs(id: string, entry: AuditInput): [string, string, string] {
+    const { chain: _ignored, ...rest } = entry as AuditInput & { chain?: unknown };
+    const content: AuditEntry = { ...rest, message: renderAuditEvent(entry.event) };
+    return [canonicalJson(content), entryContentHash(content), genesisHash(id)];
   }
 
   /**
@@ -390,6 +418,25 @@ export class MissionStore {
   async getAudit(id: string): Promise<AuditEntry[]> {
     const raw = await this.redis.lrange(missionKeys(this.prefix, id).audit, 0, -1);
     return raw.map((json) => JSON.parse(json) as AuditEntry);
+  }
+  /** The receipt finalize wrote (flotilla receipt <id>), or null before the mission finished. */
+  async getReceipt(id: string): Promise<Receipt | null> {
+    const raw = await this.redis.hget(missionKeys(this.prefix, id).meta, 'receipt');
+    return raw ? (JSON.parse(raw) as Receipt) : null;
+  }
+
+  async setReceipt(id: string, receipt: Receipt): Promise<void> {
+    await this.redis.hset(missionKeys(this.prefix, id).meta, 'receipt', JSON.stringify(receipt));
+  }
+
+  /** The trail's head as the append script left it: its last hash and how many entries it wrote. */
+  async getAuditHead(id: string): Promise<{ count: number; head: string | null }> {
+    const [count, head] = await this.redis.hmget(
+      missionKeys(this.prefix, id).meta,
+      'auditCount',
+      'auditHead',
+    );
+    return { count: Number(count ?? 0), head: head ?? null };
   }
 
   /**

@@ -11,7 +11,14 @@ export interface HostInfo {
   slots: number;
   running: number;
   internal: boolean;
-  clis: Array<{ cli: string; displayName: string; version?: string; capabilities: string[]; order: number }>;
+  clis: Array<{
+    cli: string;
+    displayName: string;
+    version?: string;
+    vendor?: string;
+    capabilities: string[];
+    order: number;
+  }>;
   /** CLIs this host stopped advertising (not logged in, misconfigured) and why. */
   disabled: Array<{ cli: string; reason: string }>;
   /** CLIs cooling down after a rate-limit reply, until the given time. */

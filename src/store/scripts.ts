@@ -7,15 +7,19 @@ import { readFileSync } from 'node:fs';
  * first element of a multi-element reply is a code from LUA_CODES.
  */
 
-function load(name: string): string {
-  const read = (file: string) => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
-  return `${read('common.lua')}\n${read(name)}`;
+const read = (file: string) => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
+
+function load(name: string, prelude: readonly string[] = ['common.lua']): string {
+  return [...prelude, name].map(read).join('\n');
 }
 
 export const MARK_SCRIPT = load('mark-2.lua');
-export const SETTLE_SCRIPT = load('settle-3.lua');
+export const SETTLE_SCRIPT = load('settle-5.lua', ['common.lua', 'sha256.lua', 'audit-append.lua']);
 export const CANCEL_SCRIPT = load('cancel-2.lua');
-export const AUDIT_SCRIPT = load('audit-2.lua');
+/** The audit trail's append: its hash-chain link (shared/audit-chain.ts) and its task's index. */
+export const APPEND_AUDIT_SCRIPT = load('append-audit-3.lua', ['sha256.lua', 'audit-append.lua']);
+/** sha256.lua alone, for its test against node:crypto. */
+export const SHA256_SCRIPT = load('sha256-0.lua', ['sha256.lua']);
 
 /** The scripts' result codes, and what each means to the caller. */
 export const LUA_CODES = {

@@ -26,7 +26,10 @@ export function fromStored(json: string): TaskState {
 /** The status JSON (`flotilla status <id> --json`) from a mission's meta, spec and task states. */
 export function statusJson(
   id: string,
-  meta: Pick<MissionStatusJson, 'goal' | 'status' | 'createdAt' | 'finishedAt' | 'costUsd'>,
+  meta: Pick<MissionStatusJson, 'goal' | 'status' | 'createdAt' | 'finishedAt' | 'costUsd'> & {
+    /** The repository hosts clone, shown as the status's `workspace`. */
+    readonly repo?: string;
+  },
   spec: MissionSpec,
   states: Readonly<Record<string, TaskState>>,
 ): MissionStatusJson {
@@ -37,6 +40,7 @@ export function statusJson(
     createdAt: meta.createdAt,
     finishedAt: meta.finishedAt,
     branch: integrationBranch(id),
+    ...(meta.repo ? { workspace: meta.repo } : {}),
     costUsd: meta.costUsd,
     tasks: spec.tasks.map((task) => {
       const s = states[task.id];
@@ -50,6 +54,8 @@ export function statusJson(
         score: s?.score ?? null,
         error: s?.error ?? null,
         route: s?.route ?? null,
+        tier: s?.escalated?.tier ?? null,
+        escalation: s?.escalated?.reason ?? null,
         costUsd: s?.costUsd,
         startedAt: s?.startedAt ?? null,
         finishedAt: s?.finishedAt ?? null,

@@ -2,8 +2,8 @@
  * Makes a mission's workspace ready at submit: a git repository every host can
  * reach, with the mission's integration branch at the base commit.
  */
-import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { identityArgs, isAncestor, NO_HOOKS, readGit, resolveCommit, runGit } from './git.js';
@@ -24,6 +24,11 @@ export interface PreparedWorkspace {
   readonly repo: string;
   readonly baseCommit: string;
   readonly branch: string;
+  /**
+   * One sentence for each thing a person would not expect to happen silently: a folder created or
+   * made a repository (and what was committed), uncommitted changes the mission does not see.
+   */
+  readonly notes: readonly string[];
 }
 
 const INITIAL_MESSAGE = 'flotilla: initial commit';
@@ -50,8 +55,11 @@ async function isRepositoryRoot(dir: string): Promise<boolean> {
   return top.exitCode === 0 && (await realpath(top.stdout.trim()).catch(() => '')) === self;
 }
 
-/** `git init`, then one commit of whatever the folder holds (`.gitignore` respected), or an empty one. */
-async function initialiseFolder(dir: string): Promise<void> {
+/**
+ * `git init`, then one commit of whatever the folder holds (`.gitignore` respected), or an empty
+ * one. Returns the committed paths, so the user is told what is now in history.
+ */
+async function initialiseFolder(dir: string): Promise<string[]> {
   await runGit(['init', '--quiet'], { cwd: dir });
   const hasFiles = (await readdir(dir)).some((name) => name !== '.git');
   if (hasFiles) await runGit(['add', '-A'], { cwd: dir });
@@ -61,6 +69,28 @@ async function initialiseFolder(dir: string): Promise<void> {
       cwd: dir,
     },
   );
+  const listed = await readGit(['ls-files', '-z'], { cwd: dir });
+  return listed.split('\0').filter(Boolean);
+}
+
+/** Paths `git status` reports: edits, staged changes and untracked files the mission will not see. */
+async function uncommittedPaths(dir: string): Promise<string[]> {
+  const status = await runGit(['status', '--porcelain', '-z'], { cwd: dir, allowFailure: true });
+  if (status.exitCode !== 0) return [];
+  return status.stdout
+    .split('\0')
+    .filter((entry) => entry.length > 3)
+    .map((entry) => entry.slice(3));
+}
+
+/** A few names are enough to recognise the folder; `.env`-like files are the ones worth seeing. */
+function someNames(paths: readonly string[], limit = 5): string {
+  const shown = paths.slice(0, limit).join(', ');
+  return paths.length > limit ? `${shown}, … ${paths.length - limit} more` : shown;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /**
@@ -110,11 +140,65 @@ async function keepsExistingBranch(
   );
 }
 
+/**
+ * The loader refuses these with file and line already; a library caller that built a MissionSpec by
+ * hand gets the same refusal here, before anything is created.
+ */
+async function checkLocalPath(requested: string): Promise<'exists' | 'create'> {
+  const found = await stat(requested).catch(() => undefined);
+  if (found?.isDirectory()) return 'exists';
+  if (found) {
+    throw new FlotillaError(
+      'mission/invalid',
+      `workspace ${requested}: expected a folder (a git repository, or a folder to make one), got a file`,
+    );
+  }
+  if (!(await isDirectory(dirname(requested)))) {
+    throw new FlotillaError(
+      'mission/invalid',
+      `workspace ${requested}: no such folder, and its parent ${dirname(requested)} does not exist either`,
+    );
+  }
+  return 'create';
+}
+
 async function prepareLocal(options: PrepareWorkspaceOptions): Promise<PreparedWorkspace> {
   const requested = resolve(options.workspace);
-  if (!(await isDirectory(requested))) await mkdir(requested, { recursive: true });
+  const notes: string[] = [];
+  const created = (await checkLocalPath(requested)) === 'create';
+  if (created) await mkdir(requested);
+  try {
+    return await prepareLocalRepo(requested, created, options, notes);
+  } catch (error) {
+    // A folder we made for a mission that could not start (git missing, say) is not left behind.
+    if (created) await rm(requested, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function prepareLocalRepo(
+  requested: string,
+  created: boolean,
+  options: PrepareWorkspaceOptions,
+  notes: string[],
+): Promise<PreparedWorkspace> {
   const repo = await realpath(requested);
-  if (!(await isRepositoryRoot(repo))) await initialiseFolder(repo);
+  if (!(await isRepositoryRoot(repo))) {
+    const committed = await initialiseFolder(repo);
+    if (created) notes.push(`workspace ${repo} did not exist: created it as a new git repository`);
+    else if (committed.length === 0)
+      notes.push(`workspace ${repo} was an empty folder: made it a git repository`);
+    else
+      notes.push(
+        `workspace ${repo} was not a git repository: made it one and committed its ${plural(committed.length, 'file')} (${someNames(committed)}) as '${INITIAL_MESSAGE}'`,
+      );
+  } else {
+    const dirty = await uncommittedPaths(repo);
+    if (dirty.length > 0)
+      notes.push(
+        `workspace ${repo} has uncommitted changes (${plural(dirty.length, 'path')}: ${someNames(dirty)}): they are not part of the mission, which starts from committed work only`,
+      );
+  }
 
   const branch = integrationBranch(options.missionId);
   const base = options.base;
@@ -128,7 +212,7 @@ async function prepareLocal(options: PrepareWorkspaceOptions): Promise<PreparedW
     // The empty old value makes the update fail rather than move a branch created meanwhile.
     await runGit(['update-ref', '-m', reason, `refs/heads/${branch}`, baseCommit, ''], { cwd: repo });
   }
-  return { repo, baseCommit, branch };
+  return { repo, baseCommit, branch, notes };
 }
 
 /** An empty remote gets its first commit made in the cache (plumbing: the cache has no checkout). */
@@ -153,7 +237,7 @@ async function prepareRemote(options: PrepareWorkspaceOptions): Promise<Prepared
     const args = ['push', '--quiet', 'origin', `${baseCommit}:refs/heads/${branch}`];
     await cache.exclusive(() => runGit([...NO_HOOKS, ...args], { cwd: cache.dir }));
   }
-  return { repo: cache.repo, baseCommit, branch };
+  return { repo: cache.repo, baseCommit, branch, notes: [] };
 }
 
 export async function prepareWorkspace(options: PrepareWorkspaceOptions): Promise<PreparedWorkspace> {

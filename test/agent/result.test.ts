@@ -505,6 +505,13 @@ describe('collectResult', () => {
     expect(result.error).toBe('The agent reports failure: no key (Error: API key missing)');
   });
 
+  it('quotes the first failure reason without its list marker', () => {
+    const result = collect({
+      resultFileText: '**Status**: Failed\n**Errors**:\n- first try: the test still fails\n- second point',
+    });
+    expect(result.error).toBe('The agent reports failure: first try: the test still fails');
+  });
+
   it('does not add stderr after a clean exit', () => {
     expect(collect({ stderr: 'progress noise', resultFileText: BOLD }).text).toBe(BOLD);
   });

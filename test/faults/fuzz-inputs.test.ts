@@ -57,6 +57,7 @@ const FIELD_TYPES = {
     control_mode: 'enum',
     backoff: 'duration',
     budget_usd: 'number',
+    escalate: 'list',
   },
   task: {
     id: 'string',
@@ -77,6 +78,7 @@ const FIELD_TYPES = {
     cli: 'string',
     control_mode: 'enum',
     max_attempts: 'number',
+    escalate: 'list',
     timeout: 'duration',
     min_score: 'number',
   },

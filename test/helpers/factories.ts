@@ -86,6 +86,7 @@ export function auditEntry(
 function stageOf(event: AuditEvent): AuditEntry['stage'] {
   switch (event.kind) {
     case 'run':
+    case 'run-cancelled':
     case 'run-refused':
     case 'rate-limited':
     case 'cli-unusable':

@@ -75,7 +75,8 @@ describe('cancel across hosts', () => {
       new Set(['host-1', 'host-2']),
     );
 
-    // No new attempt: one route per long task, nothing for the dependent, no run finished.
+    // No new attempt: one route per long task, nothing for the dependent, no run finished: the
+    // only run entries are the two CLIs the cancel stopped, which the summary counts.
     const audit = await stage.audit(id);
     expect(
       audit
@@ -83,7 +84,13 @@ describe('cancel across hosts', () => {
         .map((e) => `${e.taskId} a${e.attempt}`)
         .sort(),
     ).toEqual(['long1 a1', 'long2 a1']);
-    expect(audit.filter((e) => e.stage === 'run')).toEqual([]);
+    expect(
+      audit
+        .filter((e) => e.stage === 'run')
+        .map((e) => `${e.taskId} ${e.event?.kind}`)
+        .sort(),
+    ).toEqual(['long1 run-cancelled', 'long2 run-cancelled']);
+    expect(await stage.client.summary(id)).toContain('Agent CLI runs: 2 on 2 hosts');
     // Give a late attempt a chance to show up: none does, and no CLI starts again.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(hosts.every((h) => cliProcesses(h.home).length === 0)).toBe(true);

@@ -104,7 +104,7 @@ describe('problems, one mistake at a time', () => {
           [
             5,
             'tasks[0].dependson',
-            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score)",
+            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score, escalate)",
           ],
         ],
       },
@@ -526,6 +526,7 @@ describe('flotilla validate', () => {
     expect(JSON.parse(ok.out.join('\n'))).toEqual({
       valid: true,
       problems: [],
+      warnings: [],
       tasks: 5,
       roots: 2,
       longestChain: 3,

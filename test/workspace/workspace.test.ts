@@ -98,8 +98,16 @@ describe('prepareWorkspace', () => {
     expect(await git(prepared.repo, 'rev-parse', 'flotilla/m1')).toBe(prepared.baseCommit);
     expect(await git(prepared.repo, 'show', `${prepared.baseCommit}:src/calc.ts`)).toContain('add');
     expect(await git(prepared.repo, 'log', '-1', '--format=%an <%ae>')).toBe('flotilla <flotilla@localhost>');
-    // Preparing again (a re-submitted mission) keeps the branch where it is.
-    expect(await prepareWorkspace({ workspace: prepared.repo, missionId: 'm1' })).toEqual(prepared);
+    expect(prepared.notes).toEqual([
+      expect.stringMatching(
+        /was not a git repository: made it one and committed its \d+ files? \(.*src\/calc\.ts/,
+      ),
+    ]);
+    // Preparing again (a re-submitted mission) keeps the branch where it is, with nothing to say.
+    expect(await prepareWorkspace({ workspace: prepared.repo, missionId: 'm1' })).toEqual({
+      ...prepared,
+      notes: [],
+    });
   });
 
   it('creates a missing folder, gives an empty repository a root commit, and resolves a named base', async () => {

@@ -45,6 +45,8 @@ const frontMatterSchema = z
   .object({
     cli: z.string().min(1).optional(),
     cli_display_name: z.string().min(1).optional(),
+    /** Who makes the model behind the CLI; escalation to another CLI prefers another vendor. */
+    vendor: z.string().min(1).optional(),
     max_prompt_size: z.number().int().positive().optional(),
   })
   .passthrough();
@@ -86,6 +88,7 @@ export function parseAdapterFile(file: string, text: string, order: number): Par
   const adapter: Adapter = {
     cli: cliName,
     displayName: front.data.cli_display_name ?? cliName,
+    ...(front.data.vendor ? { vendor: front.data.vendor } : {}),
     file,
     order,
     config,

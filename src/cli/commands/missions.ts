@@ -8,6 +8,7 @@ import { listHosts } from '../../store/registry.js';
 import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
 import type { Io } from '../io.js';
 import { formatEventLine, renderTable } from '../progress.js';
+import { adapterCapabilities } from '../run-preflight.js';
 
 async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
   const client = await FlotillaClient.connect({ config });
@@ -18,26 +19,33 @@ async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Pro
   }
 }
 
-/** `submit`: validates and enqueues; the mission id is the last line of stdout. */
+/**
+ * `submit`: validates and enqueues. The last line of stdout is the mission id, or with
+ * `--wait --json` the final status object; everything else a person reads goes to stderr.
+ */
 export async function submit(
-  args: { file: string; wait: boolean; json: boolean },
+  args: { file: string; wait: boolean; json: boolean; adaptersDir?: string },
   config: Config,
   io: Io,
 ): Promise<number> {
-  const { mission, problems } = await loadMission(args.file);
+  const { mission, problems, warnings } = await loadMission(args.file, {
+    adapterCapabilities: await adapterCapabilities(args.adaptersDir ?? config.adaptersDir),
+  });
+  for (const warning of warnings) io.err(`warning: ${formatProblem(warning)}`);
   if (!mission) {
     for (const problem of problems) io.err(formatProblem(problem));
     return 2;
   }
   return withClient(config, async (client) => {
     const submitted = await client.submit(mission);
+    for (const note of submitted.notes) io.err(note);
     if (!args.wait) {
       io.out(submitted.id);
       return 0;
     }
     io.err(`mission ${submitted.id} submitted`);
     const final = await followMission(client, submitted.id, io, { json: args.json });
-    if (args.json) io.out(JSON.stringify(final));
+    io.out(args.json ? JSON.stringify(final) : submitted.id);
     return exitCodeForStatus(final.status);
   });
 }
@@ -78,6 +86,7 @@ export async function status(
     if (!args.json) {
       for (const t of s.tasks) {
         if (t.route && (t.status === 'queued' || t.status === 'pending')) io.out(`  ${t.id}: ${t.route}`);
+        if (t.escalation) io.out(`  ${t.id}: ${t.tier ? `${t.tier} tier; ` : ''}${t.escalation}`);
         if (t.questions)
           io.out(
             `  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`,
@@ -122,6 +131,9 @@ export async function report(args: { id: string; out?: string }, config: Config,
     }
     await writeFile(join(dir, 'REPORT.md'), `${lines.join('\n')}\n`);
     await writeFile(join(dir, 'status.json'), `${JSON.stringify(s, null, 2)}\n`);
+    // The receipt beside the texts it hashes: `sha256sum a1/prompt.md` ties one to the other.
+    const receipt = await client.store.getReceipt(args.id);
+    if (receipt) await writeFile(join(dir, 'receipt.json'), `${JSON.stringify(receipt, null, 2)}\n`);
     io.out(join(dir, 'REPORT.md'));
     return 0;
   });
@@ -129,6 +141,12 @@ export async function report(args: { id: string; out?: string }, config: Config,
 
 export async function cancel(args: { id: string }, config: Config, io: Io): Promise<number> {
   return withClient(config, async (client) => {
+    const current = await client.status(args.id);
+    if (current.status !== 'running') {
+      // Nothing was stopped, so this is not the success a script would read from exit 0.
+      io.err(`flotilla: mission ${args.id} is already ${current.status}; nothing to cancel`);
+      return 1;
+    }
     const result = await client.cancel(args.id);
     io.out(
       `cancelled ${args.id}: ${result.cancelled.length} task(s) stopped before starting, ${result.running.length} running task(s) being stopped`,

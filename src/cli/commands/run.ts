@@ -2,11 +2,16 @@ import { type Host, startHost } from '../../host/host.js';
 import { FlotillaClient } from '../../mission/client.js';
 import { loadMission } from '../../mission/load.js';
 import type { Config } from '../../shared/config.js';
+import type { MissionStatusJson } from '../../shared/contracts.js';
 import { FlotillaError, formatProblem } from '../../shared/errors.js';
-import { createLogger } from '../../shared/logger.js';
+import { redactUrl } from '../../shared/redis.js';
+import { listHosts, routableHosts } from '../../store/registry.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
+import { createHumanLogger } from '../human-log.js';
 import type { Io } from '../io.js';
 import { type PrivateRedis, startPrivateRedis } from '../private-redis.js';
+import { describeLostRedis, isRedisConnectionError } from '../redis-lost.js';
+import { adapterCapabilities, formatUnservable, noCliMessage, unservableTasks } from '../run-preflight.js';
 
 export interface RunArgs {
   file: string;
@@ -17,28 +22,40 @@ export interface RunArgs {
   internalCli?: string;
 }
 
+/** How long closing may take once Redis is gone: nothing left to drain, only connections to drop. */
+const CLOSE_WITHOUT_REDIS_MS = 3_000;
+
 /**
  * One machine, one command: validate, Redis (REDIS_URL or a private redis-server), local worker
- * hosts, submit, follow, summary, clean up. Ctrl-C cancels the mission; a second Ctrl-C exits.
+ * hosts, submit, follow, summary, clean up. Ctrl-C cancels the mission and still prints the
+ * summary; a second Ctrl-C exits at once. Losing Redis ends the run with one line and exit 3.
  */
 export async function run(args: RunArgs, config: Config, io: Io): Promise<number> {
-  const { mission, problems } = await loadMission(args.file);
+  const adaptersDir = args.adaptersDir ?? config.adaptersDir;
+  const { mission, problems, warnings } = await loadMission(args.file, {
+    adapterCapabilities: await adapterCapabilities(adaptersDir),
+  });
+  for (const warning of warnings) io.err(`warning: ${formatProblem(warning)}`);
   if (!mission) {
     for (const problem of problems) io.err(formatProblem(problem));
     return 2;
   }
+  const say = args.json ? io.err : io.out;
   let redis: PrivateRedis | undefined;
   const hosts: Host[] = [];
   let client: FlotillaClient | undefined;
   const controller = new AbortController();
   let interrupts = 0;
   let missionId: string | undefined;
+  let lostReason: string | undefined;
+  let muteLogs = () => {};
   const onSignal = () => {
     interrupts++;
     if (interrupts === 1 && client && missionId) {
       io.err('cancelling the mission (Ctrl-C again to exit at once)…');
       void client.cancel(missionId).catch(() => controller.abort());
     } else {
+      // The private Redis is stopped by its exit hook (private-redis.ts).
       process.exit(130);
     }
   };
@@ -47,9 +64,20 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
   try {
     if (!config.redisUrl) redis = await startPrivateRedis();
     const redisUrl = config.redisUrl ?? redis?.url ?? '';
+    const redisLost = new Promise<never>((_, reject) => {
+      void redis?.lost.then((reason) => {
+        if (!reason) return;
+        lostReason = reason;
+        controller.abort();
+        reject(new FlotillaError('redis/unreachable', `${reason}; the mission cannot go on`));
+      });
+    });
+    redisLost.catch(() => undefined);
     client = await FlotillaClient.connect({ config, redisUrl });
     // Progress lines already say what happens; logs below a warning would only repeat them.
-    const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
+    const human = createHumanLogger(io.err, process.env.LOG_LEVEL ?? 'warn');
+    muteLogs = human.mute;
+    const logger = human.logger;
     for (let i = 0; i < args.workers; i++) {
       hosts.push(
         await startHost({
@@ -65,7 +93,6 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
         }),
       );
     }
-    const say = args.json ? io.err : io.out;
     for (const host of hosts) {
       say(
         `host ${host.hostId}: ${host.clis.map((c) => `${c.adapter.displayName}${c.version ? ` (${c.version})` : ''}`).join(', ') || 'no agent CLI'}`,
@@ -74,23 +101,43 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     if (hosts.every((h) => h.clis.length === 0)) {
       throw new FlotillaError(
         'cli/not-found',
-        `no agent CLI detected from ${args.adaptersDir ?? config.adaptersDir}; install one or pass --adapters examples/adapters for the stand-in`,
+        await noCliMessage(adaptersDir, args.adaptersDir !== undefined),
       );
+    }
+    const live = routableHosts(await listHosts(client.redis, config.prefix));
+    const unservable = unservableTasks(mission, live);
+    if (unservable.length > 0) {
+      throw new FlotillaError('mission/invalid', formatUnservable(args.file, unservable, live));
     }
     const submitted = await client.submit(mission);
     missionId = submitted.id;
+    for (const note of submitted.notes) say(note);
     say(`mission ${submitted.id} submitted (${mission.tasks.length} tasks, ${hosts.length} local host(s))`);
-    const final = await followMission(client, submitted.id, io, {
-      json: args.json,
-      signal: controller.signal,
-    });
+    const followed = followMission(client, submitted.id, io, { json: args.json, signal: controller.signal });
+    const final: MissionStatusJson = await Promise.race([followed, redisLost]);
     if (args.json) io.out(JSON.stringify(final));
     return exitCodeForStatus(final.status);
+  } catch (error) {
+    if (lostReason) throw new FlotillaError('redis/unreachable', `${lostReason}; the mission cannot go on`);
+    if (isRedisConnectionError(error)) {
+      lostReason = describeLostRedis(error, config.redisUrl ? redactUrl(config.redisUrl) : undefined);
+      throw new FlotillaError('redis/unreachable', `${lostReason}; the mission cannot go on`);
+    }
+    throw error;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await Promise.all(hosts.map((h) => h.close()));
-    await client?.close();
+    if (lostReason) muteLogs();
+    const closing = (async () => {
+      await Promise.all(hosts.map((h) => h.close(lostReason ? { force: true } : {})));
+      await client?.close();
+    })();
+    if (lostReason) await Promise.race([closing, sleep(CLOSE_WITHOUT_REDIS_MS)]);
+    else await closing;
     await redis?.stop();
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -3,10 +3,13 @@ import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';
 import type { Io } from '../io.js';
+import { adapterCapabilities } from '../run-preflight.js';
 
 export interface ValidateArgs {
   readonly file: string;
   readonly json: boolean;
+  /** Adapters whose own capability terms count as known (beside the vocabulary). */
+  readonly adaptersDir?: string;
 }
 
 /** What the diagnostics commands write to; tests pass their own. */
@@ -19,9 +22,11 @@ export type CommandIo = Pick<Io, 'out' | 'err'>;
  */
 export async function validate(args: ValidateArgs, io: CommandIo): Promise<number> {
   let problems: Problem[];
+  let warnings: Problem[];
   let mission: MissionSpec | undefined;
   try {
-    ({ mission, problems } = await loadMission(args.file));
+    const adapterTerms = args.adaptersDir ? await adapterCapabilities(args.adaptersDir) : [];
+    ({ mission, problems, warnings } = await loadMission(args.file, { adapterCapabilities: adapterTerms }));
   } catch (error) {
     // loadMission returns problems rather than throwing; reaching here is our bug, still no stack trace.
     io.err(
@@ -31,16 +36,17 @@ export async function validate(args: ValidateArgs, io: CommandIo): Promise<numbe
   }
 
   for (const problem of problems) io.err(formatProblem(problem));
+  for (const warning of warnings) io.err(`warning: ${formatProblem(warning)}`);
   if (!mission || problems.length > 0) {
-    if (args.json) io.out(JSON.stringify({ valid: false, problems }));
+    if (args.json) io.out(JSON.stringify({ valid: false, problems, warnings }));
     return exitCodeFor('mission/invalid');
   }
 
   const shape = describeShape(mission);
-  if (args.json) io.out(JSON.stringify({ valid: true, problems: [], ...shape }));
+  if (args.json) io.out(JSON.stringify({ valid: true, problems: [], warnings, ...shape }));
   else
     io.out(
-      `${args.file}: valid — ${plural(shape.tasks, 'task')}, ${plural(shape.roots, 'root')}, longest chain ${shape.longestChain}`,
+      `${args.file}: valid — ${plural(shape.tasks, 'task')}, ${plural(shape.roots, 'root')}, longest chain ${shape.longestChain}${warnings.length > 0 ? `, ${plural(warnings.length, 'warning')}` : ''}`,
     );
   return 0;
 }

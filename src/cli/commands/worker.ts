@@ -1,7 +1,6 @@
 import { type CloseOutcome, startHost } from '../../host/host.js';
 import { describeStop } from '../../host/shutdown.js';
 import type { Config } from '../../shared/config.js';
-import { FlotillaError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import type { Io } from '../io.js';
@@ -37,6 +36,8 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
+    // The signal that forced the stop, if a second one came: it decides the exit code.
+    let forcedBy: string | undefined;
     const leave = (code: number) => {
       resolve(code);
       // The host is closed; what may still hold the event loop is BullMQ's blocking connections
@@ -49,20 +50,26 @@ export async function worker(
         logger.info(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
-        void host.close().then((outcome) => leave(exitFor(outcome, false, io)));
+        // Both calls share one close; whichever signal came last decides the exit code.
+        void host.close().then((outcome) => leave(exitFor(outcome, forcedBy, io)));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        void host.close({ force: true }).then((outcome) => leave(exitFor(outcome, true, io)));
+        forcedBy = signal;
+        void host.close({ force: true });
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
-    void FlotillaError;
   });
 }
 
-function exitFor(outcome: CloseOutcome, forced: boolean, io: Io): number {
-  const said = describeStop(outcome, forced);
+/**
+ * The line (if any) and the exit code: Redis out of reach is 3 whatever else happened; a stop
+ * forced by a second signal cut running work off, so it is the shell's 128 + signal number.
+ */
+function exitFor(outcome: CloseOutcome, forcedBy: string | undefined, io: Io): number {
+  const said = describeStop(outcome, forcedBy !== undefined);
   if (said.line) io.err(said.line);
+  if (said.code === 0 && forcedBy) return forcedBy === 'SIGINT' ? 130 : 143;
   return said.code;
 }

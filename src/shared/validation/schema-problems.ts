@@ -118,8 +118,11 @@ function unknownFieldMessage(key: string, known: readonly string[]): string {
   return `unknown field ${quote(key)}${hint} (expected one of: ${known.join(', ')})`;
 }
 
-/** A near miss (`dependson`, `dependsOn`, `depend_on`) is worth naming; anything further is not. */
-function closestKey(key: string, known: readonly string[]): string | undefined {
+/**
+ * A near miss (`dependson`, `dependsOn`, `depend_on`, `titel`) is worth naming; anything further is
+ * not. Shared with the capability warnings, so a misspelt field and a misspelt term read alike.
+ */
+export function closestKey(key: string, known: readonly string[]): string | undefined {
   const squash = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '');
   let best: { key: string; distance: number } | undefined;
   for (const candidate of known) {
@@ -130,18 +133,27 @@ function closestKey(key: string, known: readonly string[]): string | undefined {
   return best && best.distance <= allowed ? best.key : undefined;
 }
 
+/**
+ * Edits between two words, a swap of neighbours counting as one (optimal string alignment): the
+ * commonest typing slip (`titel`) is one mistake, not two.
+ */
 function editDistance(a: string, b: string): number {
   if (Math.abs(a.length - b.length) > 3) return Number.POSITIVE_INFINITY;
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)];
   for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
+    const row = [i];
     for (let j = 1; j <= b.length; j += 1) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+      const above = rows[i - 1] ?? [];
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min((above[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (above[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1);
+      }
+      row.push(best);
     }
-    previous = current;
+    rows.push(row);
   }
-  return previous[b.length] ?? Number.POSITIVE_INFINITY;
+  return rows[a.length]?.[b.length] ?? Number.POSITIVE_INFINITY;
 }
 
 function schemaAt(root: z.core.$ZodType, path: readonly PathSegment[]): z.core.$ZodType | undefined {

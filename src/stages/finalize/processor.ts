@@ -1,13 +1,16 @@
 import type { Job } from 'bullmq';
 import { spawnedCli } from '../../shared/audit.js';
-import type { FinalizeJobData } from '../../shared/contracts.js';
+import { type FinalizeJobData, integrationBranch } from '../../shared/contracts.js';
+import { type Receipt, signReceipt } from '../../shared/receipt.js';
+import { openRepoCache } from '../../workspace/repo-cache.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
+import { collectReceipt } from './collect-receipt.js';
 import { formatSummary } from './summary.js';
 
 /**
- * Runs once per mission (deterministic job id) after the last task settled: writes the summary
- * and tells everyone who follows the mission's events.
+ * Runs once per mission (deterministic job id) after the last task settled: writes the summary and
+ * the receipt, and tells everyone who follows the mission's events.
  */
 export async function finalizeMission(
   ctx: HostContext,
@@ -18,11 +21,15 @@ export async function finalizeMission(
   const status = await ctx.store.status(missionId);
   const { meta } = await ctx.store.getMission(missionId);
   const audit = await ctx.store.getAudit(missionId);
-  // CLI processes that really ran: a budget refusal or a route row spawned nothing.
-  const spawned = audit.filter((entry) => spawnedCli(entry.event)).length;
-  const summary = formatSummary(status, { repo: meta.repo, spawned });
+  // CLI processes that really ran (a budget refusal or a route row spawned nothing), and on how many hosts.
+  const runs = audit.filter((entry) => spawnedCli(entry.event));
+  const spawned = runs.length;
+  const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
+  const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
+  // A re-delivered finalize (its host died after this line) writes the entry again; the receipt
+  // below is then built over both, so it still matches the trail it signs.
   await ctx.store.audit(missionId, {
     at: new Date().toISOString(),
     taskId: '',
@@ -30,9 +37,24 @@ export async function finalizeMission(
     stage: 'mission',
     event: { kind: 'mission', action: 'finished', status: status.status },
   });
+  await writeReceipt(ctx, missionId, meta.repo);
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
   await ctx.store.publishControl({ type: 'finished', missionId });
   ctx.logger.info({ missionId, status: status.status }, 'mission finished');
   return { status: status.status };
+}
+
+/** Builds the receipt over the finished trail, signs it when the host has a key, and stores it. */
+async function writeReceipt(ctx: HostContext, missionId: string, repo: string): Promise<void> {
+  const cache = await openRepoCache({ repo, cacheDir: ctx.cacheDir });
+  const branch = integrationBranch(missionId);
+  await cache.fetch([branch]);
+  const tip = await cache.remoteCommit(branch);
+  const body = await collectReceipt(ctx.store, missionId, tip);
+  const receipt: Receipt = ctx.signingKey ? signReceipt(body, ctx.signingKey) : { ...body, signature: null };
+  if (!ctx.signingKey) {
+    ctx.logger.warn({ missionId }, 'FLOTILLA_SIGNING_KEY is not set: the mission receipt is not signed');
+  }
+  await ctx.store.setReceipt(missionId, receipt);
 }

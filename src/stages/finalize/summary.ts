@@ -9,7 +9,10 @@ const ICON: Record<string, string> = {
 };
 
 /** The completion summary of workspace-dispatch, from the status object: pure, so tests read it. */
-export function formatSummary(status: MissionStatusJson, facts: { repo: string; spawned: number }): string {
+export function formatSummary(
+  status: MissionStatusJson,
+  facts: { repo: string; spawned: number; hosts?: number },
+): string {
   const heading =
     status.status === 'done'
       ? `✅ Mission complete: ${status.goal}`
@@ -32,7 +35,9 @@ export function formatSummary(status: MissionStatusJson, facts: { repo: string; 
   lines.push('');
   lines.push(`Output: branch ${status.branch} in ${facts.repo}`);
   lines.push(`Duration: ${formatDuration(finished - started)}`);
-  lines.push(`Workers: ${facts.spawned} spawned`);
+  // "Workers" read as hosts (`--workers N`); this counts agent CLI processes, and says on how many hosts.
+  const on = facts.hosts ? ` on ${facts.hosts} host${facts.hosts === 1 ? '' : 's'}` : '';
+  lines.push(`Agent CLI runs: ${facts.spawned}${on}`);
   if (status.costUsd) lines.push(`Cost: $${status.costUsd.toFixed(4)}`);
   return lines.join('\n');
 }

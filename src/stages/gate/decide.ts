@@ -97,7 +97,9 @@ export function decideGate(input: GateInput): GateDecision {
 }
 
 /** What integrating an approved attempt into the mission's branch came to. */
-export type MergeOutcome = { readonly ok: true } | { readonly ok: false; readonly conflict: string };
+export type MergeOutcome =
+  | { readonly ok: true; readonly commit?: string }
+  | { readonly ok: false; readonly conflict: string };
 
 /**
  * An approval whose merge conflicted is a failed attempt like any other: it retries with the

@@ -1,9 +1,10 @@
 import type { Job } from 'bullmq';
+import { readAgentSettings } from '../../agent/personality.js';
 import { enqueueAttempt, enqueueAttempts, enqueueFinalize } from '../../queue/enqueue.js';
 import type { CriticResult, GateDecision, StageJobData } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
-import type { SettleOutcome } from '../../store/mission-store.js';
+import type { AuditInput, SettleOutcome } from '../../store/mission-store.js';
 import { integrateAttempt } from '../../workspace/integrate.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { type HostContext, missionRecord } from '../context.js';
@@ -17,6 +18,7 @@ import {
   type MergeOutcome,
   settlePatch,
 } from './decide.js';
+import { escalateRetry } from './escalation.js';
 
 /**
  * The gate: the attempt's results decide approve / retry / fail (pure functions in decide.ts);
@@ -37,13 +39,11 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   };
   const cancelled = await ctx.store.isCancelled(missionId);
   let decision = decideGate({ result, task, attempt, cancelled });
+  let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
-    decision = decideAfterMerge(
-      decision,
-      await merge(ctx, meta.repo, { missionId, taskId, attempt }, result),
-      task,
-      attempt,
-    );
+    const merged = await merge(ctx, meta.repo, { missionId, taskId, attempt }, result);
+    if (merged.ok) mergeCommit = merged.commit;
+    decision = decideAfterMerge(decision, merged, task, attempt);
   }
   if (decision.action === 'retry' && spec.budgetUsd !== undefined) {
     // Read fresh: other tasks spend while this one ran.
@@ -54,14 +54,41 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   }
 
   const now = new Date().toISOString();
-  const patch = settlePatch(decision, result);
-  const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now);
+  const escalation =
+    decision.action === 'retry'
+      ? await escalateRetry(ctx, {
+          missionId,
+          task,
+          attempt,
+          failedCli: result.verify.run.cli || null,
+          baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
+        })
+      : null;
+  const patch = { ...settlePatch(decision, result), ...(escalation ? { escalated: escalation } : {}) };
+  // The audit row goes in with the transition (settle-5.lua): none is lost to a crash in between.
+  const entry: AuditInput = {
+    at: now,
+    taskId,
+    attempt,
+    stage: 'gate',
+    host: ctx.hostId,
+    cli: result.verify.run.cli,
+    event: {
+      kind: 'gate',
+      action: decision.action,
+      ...('reason' in decision ? { reason: decision.reason } : {}),
+      ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
+      ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+      ...(decision.action === 'approve' && mergeCommit ? { commit: mergeCommit } : {}),
+      ...(escalation ? { escalation: escalation.reason } : {}),
+    },
+  };
+  const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
   // Effects are idempotent, so they run on replays too (a host may have died right after the
-  // script). What lets work start comes first; what only records (log, audit, events) after it,
+  // script). What lets work start comes first; what only tells (the log line, events) after it,
   // so a released task waits for nothing.
   const released = await startNext(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
-  if (outcome.applied)
-    await record(ctx, { missionId, taskId, attempt, cli: result.verify.run.cli }, decision, outcome, now);
+  if (outcome.applied) await record(ctx, { missionId, taskId, attempt }, decision, outcome);
   for (const releasedTask of released) {
     await ctx.store.emit({
       missionId,
@@ -95,13 +122,12 @@ async function merge(
   });
 }
 
-/** The audit row and events of a transition that applied (a replay writes none of them again). */
+/** The log line and events of a transition that applied (a replay sends none of them again). */
 async function record(
   ctx: HostContext,
-  ref: { missionId: string; taskId: string; attempt: number; cli: string },
+  ref: { missionId: string; taskId: string; attempt: number },
   decision: GateDecision,
   outcome: SettleOutcome,
-  at: string,
 ): Promise<void> {
   const { missionId, taskId, attempt } = ref;
   const message = describeDecision(decision);
@@ -117,21 +143,6 @@ async function record(
     },
     `gate: ${message}`,
   );
-  await ctx.store.audit(missionId, {
-    at,
-    taskId,
-    attempt,
-    stage: 'gate',
-    host: ctx.hostId,
-    cli: ref.cli,
-    event: {
-      kind: 'gate',
-      action: decision.action,
-      ...('reason' in decision ? { reason: decision.reason } : {}),
-      ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
-      ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
-    },
-  });
   await ctx.store.emit({ missionId, taskId, attempt, type: 'task', status: outcome.taskStatus, message });
   for (const skipped of outcome.skipped) {
     await ctx.store.emit({
@@ -168,7 +179,15 @@ async function startNext(
     (outcome.applied || outcome.attempts === attempt + 1) &&
     outcome.taskStatus === 'retrying'
   ) {
-    await enqueueAttempt(ctx, { missionId, task, attempt: attempt + 1, delayMs: decision.delayMs });
+    // Read back, not recomputed: a replayed gate sends the retry where the first one decided.
+    const escalated = task.escalate?.length ? (await ctx.store.getTask(missionId, task.id))?.escalated : null;
+    await enqueueAttempt(ctx, {
+      missionId,
+      task,
+      attempt: attempt + 1,
+      delayMs: decision.delayMs,
+      cli: escalated?.cli ?? null,
+    });
   }
   return routed.length > 0 ? released : [];
 }

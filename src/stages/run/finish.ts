@@ -31,6 +31,8 @@ export interface FinishInput {
   readonly startedAt: number;
   /** Throws when this host may no longer publish the attempt's work (stages/lock-fence.ts). */
   readonly beforePublish?: () => Promise<void>;
+  /** How the CLI was run, for the audit and the receipt: tier, model flag, version, escalation. */
+  readonly ran: { tier: string; model?: string; cliVersion?: string; escalation?: string };
 }
 
 /**
@@ -95,6 +97,8 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
       warnings: collected.warnings,
       rolledBack: scope.violations,
       ...(costUsd ? { costUsd } : {}),
+      ...input.ran,
+      ...(committed.commit ? { commit: committed.commit } : {}),
     },
     files: {
       'prompt.md': input.prompt,

@@ -135,12 +135,13 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     { command: adapter.config.invoke_command, delivery: adapter.config.prompt_delivery },
     'starting CLI',
   );
+  const model = resolveModel(adapter, facts.modelTier);
   const run = await invokeAgent({
     adapter,
     cwd: dir,
     paths,
     prompt,
-    model: resolveModel(adapter, facts.modelTier),
+    model,
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
     groups: ctx.cliGroups,
@@ -202,6 +203,21 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     // Only a mission cancel ends the attempt; a shutdown or a lost lock hands the job to another host.
     if (input.signal?.reason !== MISSION_CANCELLED)
       throw new Error(`CLI stopped: ${String(input.signal?.reason ?? 'aborted')}`);
+    // The CLI did run: the audit, and the summary's count of agent runs, say so.
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      event: {
+        kind: 'run-cancelled',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        durationMs: Date.now() - input.startedAt,
+      },
+    });
     return {
       outcome: 'cancelled',
       cli: adapter.cli,
@@ -225,6 +241,12 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     startedAt: input.startedAt,
     // A host whose job moved elsewhere meanwhile (lost lock) must not publish over the new run.
     beforePublish: () => assertLockHeld(job, input.token, ctx.config.lockMs),
+    ran: {
+      tier: facts.modelTier,
+      ...(model ? { model } : {}),
+      ...(input.cli.version ? { cliVersion: input.cli.version } : {}),
+      ...(facts.escalation ? { escalation: facts.escalation } : {}),
+    },
   });
 }
 

@@ -12,7 +12,10 @@ export interface RunPromptFacts {
   readonly input: PromptInput;
   /** The write scope: the task's own allowed_paths, else the agent's. */
   readonly allowedPaths?: readonly string[];
+  /** The agent's model tier, or the one escalation (gate/escalation.ts) moved the task to. */
   readonly modelTier: string;
+  /** Why this attempt runs escalated, when it does. */
+  readonly escalation?: string;
   /** What the task has spent so far, to add this attempt's cost to. */
   readonly costUsd: number;
 }
@@ -66,7 +69,8 @@ export async function gatherPromptFacts(
   return {
     input,
     ...(allowedPaths ? { allowedPaths } : {}),
-    modelTier: agent.modelTier,
+    modelTier: state?.escalated?.tier ?? agent.modelTier,
+    ...(state?.escalated?.reason ? { escalation: state.escalated.reason } : {}),
     costUsd: state?.costUsd ?? 0,
   };
 }

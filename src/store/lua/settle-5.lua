@@ -2,8 +2,11 @@
 -- not applied again but returns what the first run released, so the caller can re-add the same
 -- flows idempotently. Approval releases each dependent whose dependencies are all completed;
 -- failure and cancel mark every transitive pending dependent.
--- KEYS: 1 meta, 2 tasks, 3 graph (task id -> { deps, dependents } JSON).
--- ARGV: 1 taskId, 2 attempt, 3 action (approve|retry|fail|cancel|pause|answer), 4 patch JSON, 5 now.
+-- The gate's audit entry is appended in the same step (audit-append.lua), so a host that dies right
+-- after the transition cannot leave it out of the trail, and the gate spends no round trip on it.
+-- KEYS: 1 meta, 2 tasks, 3 graph (task id -> { deps, dependents } JSON), 4 audit list, 5 audit index.
+-- ARGV: 1 taskId, 2 attempt, 3 action (approve|retry|fail|cancel|pause|answer), 4 patch JSON, 5 now,
+--       6 audit entry as canonical JSON ('' for none), 7 its content hash, 8 the mission's genesis hash.
 -- Returns { code, applied, settled, missionStatus, taskStatus, attempts, released[], skipped[] };
 -- code 0 = ok, -1 = unknown task (LUA_CODES in scripts.ts).
 local taskId, attempt, action = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -83,5 +86,6 @@ elseif action == 'answer' then
   t.attempts = attempt + 1
 end
 put(taskId, t)
+if ARGV[6] ~= '' then appendAudit(KEYS[1], KEYS[4], KEYS[5], taskId, ARGV[6], ARGV[7], ARGV[8]) end
 settle(now)
 return result(true, released, skipped)
