@@ -22,8 +22,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { spawnProcess as spawnCli } from '../dist/agent/spawn.js';
-import { attemptBranch, attemptJobId, QUEUES } from '../dist/shared/contracts.js';
+import { spawnProcess } from '../dist/agent/spawn.js';
+import { attemptJobId, attemptRef, QUEUES } from '../dist/shared/contracts.js';
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
 import {
   checkoutAttempt,
@@ -95,7 +95,7 @@ async function runAgent(dir, id, role, critic) {
   if (role === 'reviewer')
     text = text.replace(`${id}-a1-RESULT`, `${name}-RESULT`).replace('## Task:', '## Task Under Review:');
   await writeFile(join(dir, promptPath), text);
-  const outcome = await spawnCli({
+  const outcome = await spawnProcess({
     command: 'flotilla-sim',
     args: [...(role === 'reviewer' ? REVIEW_FLAGS : SIM_FLAGS), promptPath],
     cwd: dir,
@@ -106,7 +106,7 @@ async function runAgent(dir, id, role, critic) {
 }
 
 async function runCriterion(dir, id) {
-  const outcome = await spawnCli({
+  const outcome = await spawnProcess({
     command: 'bash',
     args: ['-c', `test -f ${id}.txt`],
     cwd: dir,
@@ -146,12 +146,19 @@ async function runBare(redis, { n, slots, critic, git }) {
     // The git work of flotilla's run, verify, critic and gate stages, in the same order.
     const cache = await openRepoCache({ repo: workspace.repo, cacheDir });
     const checkout = await checkoutAttempt({ cache, missionId, taskId: id, attempt: 1, workRoot });
-    const branch = attemptBranch(missionId, id, 1);
+    const branch = attemptRef(missionId, id, 1);
+    let workCommit;
     try {
       await runAgent(checkout.dir, id, 'builder', critic);
       await snapshotChanges(checkout.dir);
       await enforceWriteScope({ dir: checkout.dir, readOnly: false });
-      await commitAttempt({ dir: checkout.dir, branch, message: `bench: ${id}` });
+      const committed = await commitAttempt({
+        dir: checkout.dir,
+        ref: branch,
+        baseCommit: checkout.baseCommit,
+        message: `bench: ${id}`,
+      });
+      workCommit = committed.workCommit;
     } finally {
       await removeWorktree(checkout.dir);
     }
@@ -171,7 +178,7 @@ async function runBare(redis, { n, slots, critic, git }) {
       }
     }
     // The merge is a job of its own, as flotilla's gate is: run slots are not held while merging.
-    await gateQueue.add('merge', { id, branch }, { jobId: `g${id}` });
+    await gateQueue.add('merge', { id, branch, workCommit }, { jobId: `g${id}` });
     return { ok: true };
   };
   const merge = async (job) => {
@@ -179,9 +186,10 @@ async function runBare(redis, { n, slots, critic, git }) {
     const merged = await integrateAttempt({
       cache,
       missionId,
-      branch: job.data.branch,
+      attemptId: `${job.data.id}/a1`,
+      ref: job.data.branch,
+      workCommit: job.data.workCommit,
       message: `bench: merge ${job.data.id}`,
-      workRoot,
     });
     if (!merged.ok) throw new Error(`merge conflict for ${job.data.id}`);
     return { ok: true };
@@ -434,13 +442,13 @@ export async function run(options, log = console.log) {
     );
     const flotilla = profiles.find((p) => p.variant === 'flotilla');
     if (flotilla) {
-      const top = (counts) =>
+      const top = (counts, limit = 12) =>
         Object.entries(counts)
           .sort((a, b) => b[1] - a[1])
-          .slice(0, 12)
+          .slice(0, limit)
           .map(([k, v]) => `${k} ${fmt(v / profileN, 1)}`)
           .join(', ');
-      log(`  flotilla git calls per task: ${top(flotilla.git.bySubcommand)}`);
+      log(`  flotilla git calls per task: ${top(flotilla.git.bySubcommand, Infinity)}`);
       log(`  flotilla git wall ms per task: ${top(flotilla.git.msBySubcommand)}`);
       log(`  flotilla Redis round trips per task: ${top(flotilla.redis.byCommand)}`);
     }

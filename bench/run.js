@@ -9,6 +9,7 @@
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
  *   node bench/run.js recovery --runs 3 --locks default,30000:30000:15000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
+ *   node bench/run.js integrate --n 150             # the gate's merges alone: one at a time and batched
  *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js … --json results.json         # also write every figure as JSON
@@ -22,6 +23,7 @@ import { machine } from './lib/machine.js';
 const BENCHMARKS = {
   bullmq: () => import('./bullmq.js'),
   overhead: () => import('./overhead.js'),
+  integrate: () => import('./integrate.js'),
   schedule: () => import('./schedule.js'),
   scale: () => import('./scale.js'),
   recovery: () => import('./recovery.js'),
@@ -63,6 +65,7 @@ if (values.help) {
   recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
             --blocks 5000,9000   instead: does an event-loop block that long hand a job to another host?
   bullmq    --jobs 10000 --runs 3
+  integrate --n 150   (the gate's merges alone, without agents: one at a time against batched)
   audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);

@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlotillaClient } from '../dist/mission/client.js';
 import { loadMissionOrThrow } from '../dist/mission/load.js';
+import { attemptRef } from '../dist/shared/contracts.js';
 import { listHosts } from '../dist/store/registry.js';
 import { openRepoCache } from '../dist/workspace/repo-cache.js';
 import { benchConfig, missionYaml, taskId } from './lib/flotilla.js';
@@ -106,9 +107,10 @@ async function submitOnly(size, log) {
 }
 
 /**
- * A host's fetch from a mission repo holding `size` attempt branches (one per finished attempt):
- * a full `cache.fetch()` against a fetch of the one branch a stage needs, with the mission repo's
- * refs loose (as pushes leave them) and packed (after `git pack-refs`).
+ * A host's fetch from a mission repo holding `size` attempt refs (one per finished attempt, under
+ * refs/flotilla/ where the run stage publishes them): a full `cache.fetch()` (branches only, so it
+ * no longer sees them) against a fetch of the one attempt ref a stage needs, with the mission
+ * repo's refs loose (as pushes leave them) and packed (after `git pack-refs`).
  */
 async function fetchCost(size) {
   const dir = await mkdtemp(join(tmpdir(), 'flotilla-bench-fetch-'));
@@ -132,7 +134,7 @@ async function fetchCost(size) {
     const head = git(['rev-parse', 'HEAD']).toString().trim();
     const refs = Array.from(
       { length: size },
-      (_, i) => `create refs/heads/flotilla/m.${taskId(i + 1)}.a1 ${head}\n`,
+      (_, i) => `create ${attemptRef('m', taskId(i + 1), 1)} ${head}\n`,
     );
     git(['update-ref', '--stdin'], refs.join(''));
     const cache = await openRepoCache({ repo, cacheDir: join(dir, 'cache') });
@@ -140,9 +142,9 @@ async function fetchCost(size) {
     const time = async (fn) => {
       const samples = [];
       for (let i = 0; i < 3; i++) {
-        // A run attempt pushes a new branch; the next stage fetches.
-        const name = `flotilla/m.new${++branch}.a1`;
-        git(['update-ref', `refs/heads/${name}`, head]);
+        // A run attempt pushes a new attempt ref; the next stage fetches.
+        const name = attemptRef('m', `new${++branch}`, 1);
+        git(['update-ref', name, head]);
         const t = now();
         await fn(name);
         samples.push(now() - t);
@@ -282,7 +284,21 @@ async function endToEnd(options, log) {
       const peak = await memory.stop();
       const after = await usedMemory(redis.admin);
       if (status.status !== 'done') throw new Error(`e2e mission ended ${status.status}`);
+      // Group commit at the gates: merge commits on the integration branch against the times the
+      // branch moved (its reflog, creation excluded), and the largest number of merges one publish
+      // carried.
+      const ws = join(dir, 'big', 'ws');
+      const branch = `refs/heads/flotilla/${id}`;
+      const gitOut = (args) => execFileSync('git', ['-C', ws, ...args], { encoding: 'utf8' }).trim();
+      const merges = Number(gitOut(['rev-list', '--merges', '--count', branch]));
+      const tips = gitOut(['reflog', 'show', '--format=%H', branch]).split('\n').filter(Boolean);
+      const perPublish = tips
+        .slice(0, -1)
+        .map((tip, i) => Number(gitOut(['rev-list', '--count', '--first-parent', `${tips[i + 1]}..${tip}`])));
       out.e2e = {
+        merges,
+        publishes: perPublish.length,
+        largestBatch: Math.max(0, ...perPublish),
         tasks: n,
         submitS: (t1 - t0) / 1000,
         totalS: (t2 - t0) / 1000,
@@ -292,6 +308,9 @@ async function endToEnd(options, log) {
       };
       log(
         `  e2e: ${n} tasks in ${fmt(out.e2e.totalS, 1)} s (${fmt(out.e2e.tasksPerS, 2)} tasks/s; submit ${fmt(out.e2e.submitS, 2)} s); Redis ${fmt(out.e2e.peakBytesPerTask / KB, 1)} KiB/task at peak, ${fmt(out.e2e.afterBytesPerTask / KB, 1)} KiB/task after completion`,
+      );
+      log(
+        `  e2e: ${merges} merge commits in ${perPublish.length} publishes of the integration branch (${fmt(merges / Math.max(1, perPublish.length), 2)} merges a publish, at most ${out.e2e.largestBatch})`,
       );
     }
     if (options.missions > 0) {

@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
 import { classifyReply, type ReplyClass } from './reply-class.js';
+import { existing, type Sandbox, writablePaths } from './sandbox.js';
 import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
 import { parseUsage, type Usage } from './usage.js';
 
@@ -37,6 +38,13 @@ export interface InvokeInput {
   readonly signal?: AbortSignal;
   /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
   readonly groups?: SpawnInput['groups'];
+  /**
+   * Directories flotilla itself writes to (its home with the checkouts and the repo cache), left
+   * out when the repository flotilla runs in is compared before and after the run.
+   */
+  readonly flotillaDirs?: readonly string[];
+  /** `flotilla worker --sandbox`: the CLI runs under bwrap. */
+  readonly sandbox?: Sandbox;
 }
 
 export interface AgentRun {
@@ -49,6 +57,8 @@ export interface AgentRun {
   readonly resultFileText: string | null;
   /** Rate limit or login problem; only looked for when the CLI exited non-zero. */
   readonly replyClass: ReplyClass;
+  /** What the CLI changed in the repository flotilla runs in (a failed run); null when nothing. */
+  readonly escaped: { readonly root: string; readonly paths: readonly string[] } | null;
 }
 
 export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
@@ -73,6 +83,8 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     timeoutMs: input.timeoutMs,
     signal: input.signal,
     ...(input.groups ? { groups: input.groups } : {}),
+    guardOrigin: { exclude: input.flotillaDirs ?? [] },
+    ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
   });
   const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
   const answer = usage?.resultText ?? outcome.stdout;
@@ -83,5 +95,19 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
       ? null
       : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
   const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
-  return { invocation, outcome, usage, answer, resultFileText, replyClass };
+  const escaped =
+    outcome.originRoot && outcome.originChanges?.length
+      ? { root: outcome.originRoot, paths: outcome.originChanges }
+      : null;
+  return { invocation, outcome, usage, answer, resultFileText, replyClass, escaped };
+}
+
+/** The adapter's writable folders, made where asked, for this run's sandbox. */
+async function sandboxFor(sandbox: Sandbox, adapter: Adapter) {
+  const { paths, create } = writablePaths(adapter.config.sandbox_writable ?? [], {
+    ...process.env,
+    ...adapter.config.env,
+  });
+  for (const dir of create) await mkdir(dir, { recursive: true });
+  return { bwrap: sandbox.bwrap, writable: existing(paths) };
 }

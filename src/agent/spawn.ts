@@ -1,5 +1,8 @@
+import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
 import type { CliGroups } from './cli-groups.js';
+import { diffOrigin, snapshotOrigin } from './origin-guard.js';
+import { sandboxedCommand } from './sandbox.js';
 
 export interface SpawnInput {
   readonly command: string;
@@ -14,6 +17,14 @@ export interface SpawnInput {
   readonly maxOutputBytes?: number;
   /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
   readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
+  /**
+   * Compare the git status of the directory flotilla runs in (default `process.cwd()`) before and
+   * after the run; `exclude` lists directories flotilla itself writes to (the child's cwd is always
+   * excluded).
+   */
+  readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
+  /** Run under bubblewrap, with only the cwd, /tmp and these paths writable. */
+  readonly sandbox?: { readonly bwrap: string; readonly writable: readonly string[] };
 }
 
 export interface SpawnOutcome {
@@ -25,6 +36,10 @@ export interface SpawnOutcome {
   /** The program was not found (ENOENT) or could not start. */
   readonly spawnError?: string;
   readonly durationMs: number;
+  /** Paths the run changed in flotilla's own repository (with `guardOrigin`); empty when none. */
+  readonly originChanges?: readonly string[];
+  /** The repository those paths are in. */
+  readonly originRoot?: string;
 }
 
 /**
@@ -33,12 +48,19 @@ export interface SpawnOutcome {
  * timeout or a cancel kills the whole tree it started, output capped in memory.
  */
 export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
+  const guard = input.guardOrigin;
+  const originDir = guard?.dir ?? process.cwd();
+  const exclude = [input.cwd, ...(guard?.exclude ?? [])];
+  const before = guard ? await snapshotOrigin(originDir, exclude) : null;
   const started = Date.now();
-  const child = execa(input.command, [...input.args], {
+  const { command, args } = input.sandbox
+    ? sandboxedCommand(input.sandbox, input, input.sandbox.writable)
+    : { command: input.command, args: [...input.args] };
+  const child = execa(command, args, {
     cwd: input.cwd,
     input: input.stdin,
     stdin: input.stdin === undefined ? 'ignore' : undefined,
-    env: childEnv(input.env),
+    env: childEnv(input.env, input.cwd, originDir),
     extendEnv: false,
     reject: false,
     detached: true,
@@ -82,7 +104,10 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
       result.failed && result.exitCode === undefined && !timedOut && !cancelled
         ? ((result as { code?: string }).code ?? result.shortMessage)
         : undefined;
+    const after = before ? await snapshotOrigin(originDir, exclude) : null;
+    const originChanges = before && after ? diffOrigin(before, after) : [];
     return {
+      ...(before ? { originChanges, originRoot: before.root } : {}),
       exitCode: result.exitCode ?? null,
       stdout: String(result.stdout ?? ''),
       stderr: String(result.stderr ?? ''),
@@ -110,12 +135,36 @@ export const PRIVATE_ENV = [
   'FLOTILLA_BOARD_USER',
 ];
 
-export function childEnv(extra?: Readonly<Record<string, string>>): Record<string, string> {
+/**
+ * Variables that name the directory flotilla was started from rather than the child's: the
+ * shell's previous directory and npm's start directory. OpenCode 1.18 takes its working
+ * directory from `PWD`, so an inherited one sent its writes into flotilla's own directory.
+ */
+const ORIGIN_ENV = ['OLDPWD', 'INIT_CWD'];
+
+/**
+ * The environment of an agent CLI, an exit criterion or a setup command: flotilla's own minus its
+ * secrets, `PWD` equal to the child's working directory, and nothing else that points at the
+ * directory flotilla runs in (a single path equal to it or inside it, such as npm's
+ * `npm_config_local_prefix`; lists such as `PATH` stay whole).
+ */
+export function childEnv(
+  extra: Readonly<Record<string, string>> | undefined,
+  cwd: string,
+  origin: string = process.cwd(),
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !PRIVATE_ENV.includes(key)) env[key] = value;
+    if (value === undefined || PRIVATE_ENV.includes(key) || ORIGIN_ENV.includes(key)) continue;
+    if (namesOrigin(value, origin)) continue;
+    env[key] = value;
   }
-  return { ...env, ...extra };
+  return { ...env, ...extra, PWD: cwd };
+}
+
+function namesOrigin(value: string, origin: string): boolean {
+  if (origin === '/' || value.includes(delimiter)) return false;
+  return value === origin || value.startsWith(`${origin}${sep}`);
 }
 
 /** The last `maxChars` characters of a text, cut at a line start, for audit tails and feedback. */

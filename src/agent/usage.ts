@@ -4,7 +4,7 @@
  * recognises and gives null rather than throwing on anything else.
  */
 
-export type UsageFormat = 'claude-json' | 'codex-jsonl' | 'gemini-json';
+export type UsageFormat = 'claude-json' | 'codex-jsonl' | 'gemini-json' | 'opencode-jsonl';
 
 export interface Usage {
   readonly costUsd?: number;
@@ -26,6 +26,8 @@ export function parseUsage(format: UsageFormat, stdout: string): Usage | null {
       return codexUsage(stdout);
     case 'gemini-json':
       return geminiUsage(stdout);
+    case 'opencode-jsonl':
+      return opencodeUsage(stdout);
   }
 }
 
@@ -118,6 +120,50 @@ function geminiUsage(stdout: string): Usage | null {
     resultText: typeof doc.response === 'string' ? doc.response : undefined,
     isError: doc.error ? true : undefined,
   });
+}
+
+/**
+ * `opencode run --format json` prints one event a line: each `step_finish` part carries that
+ * step's `tokens` (`input`, `output`) and `cost`; `text` parts are the answer, the last one being
+ * the final message; an `error` event carries the provider's message.
+ */
+function opencodeUsage(stdout: string): Usage | null {
+  let inputTokens: number | undefined;
+  let outputTokens: number | undefined;
+  let costUsd: number | undefined;
+  let resultText: string | undefined;
+  let errorText: string | undefined;
+  const add = (total: number | undefined, value: unknown) => {
+    const n = count(value);
+    return n === undefined ? total : (total ?? 0) + n;
+  };
+  for (const event of jsonLines(stdout)) {
+    const part = isObject(event.part) ? event.part : {};
+    if (event.type === 'step_finish') {
+      const tokens = isObject(part.tokens) ? part.tokens : {};
+      inputTokens = add(inputTokens, tokens.input);
+      outputTokens = add(outputTokens, tokens.output);
+      costUsd = add(costUsd, part.cost);
+    } else if (event.type === 'text' && typeof part.text === 'string') {
+      resultText = part.text;
+    } else if (event.type === 'error') {
+      errorText = errorMessage(event.error) ?? JSON.stringify(event.error ?? event);
+    }
+  }
+  return compact({
+    costUsd,
+    inputTokens,
+    outputTokens,
+    resultText: resultText ?? errorText,
+    isError: errorText === undefined ? undefined : true,
+  });
+}
+
+/** `{ name, data: { message } }` (OpenCode's errors) or `{ message }`. */
+function errorMessage(error: unknown): string | undefined {
+  if (!isObject(error)) return undefined;
+  if (isObject(error.data) && typeof error.data.message === 'string') return error.data.message;
+  return typeof error.message === 'string' ? error.message : undefined;
 }
 
 /** The whole of stdout as one JSON value, else each line that is one, else the text from the first `{`. */

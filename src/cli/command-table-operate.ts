@@ -20,14 +20,23 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
       adapters,
       json,
       refresh: { type: 'boolean', help: 'run the detection commands again instead of using the cache' },
+      'check-auth': {
+        type: 'boolean',
+        help: "also ask each installed CLI whether it is logged in (the adapter's auth_check_command)",
+      },
     },
-    examples: ['flotilla detect', 'flotilla detect --adapters examples/adapters'],
+    examples: [
+      'flotilla detect',
+      'flotilla detect --check-auth',
+      'flotilla detect --adapters examples/adapters',
+    ],
     run: ({ values }, { config, io }) =>
       detect(
         {
           dir: stringOption(values.adapters) ?? config().adaptersDir,
           json: values.json === true,
           refresh: values.refresh === true,
+          checkAuth: values['check-auth'] === true,
         },
         io,
       ),

@@ -99,6 +99,10 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
         value: 'S',
         help: 'seconds running CLIs may finish after the first signal (default 30)',
       },
+      sandbox: {
+        type: 'boolean',
+        help: 'run every agent CLI under bubblewrap (bwrap), writable only in its checkout',
+      },
     },
     examples: ['REDIS_URL=redis://redis.internal:6379 flotilla worker --slots 4'],
     run: ({ values }, { config, io }) =>
@@ -109,6 +113,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
           slots: positiveInt(values.slots, 'slots', DEFAULT_SLOTS),
           internalCli: stringOption(values.internal),
           graceMs: positiveInt(values.grace, 'grace', 30) * 1000,
+          sandbox: values.sandbox === true,
         },
         config(),
         io,

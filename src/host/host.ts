@@ -5,6 +5,7 @@ import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
+import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
@@ -23,6 +24,7 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
+import { assertGitVersion } from '../workspace/git.js';
 import { agePriorities } from './age-priorities.js';
 import { type CloseOutcome, createClose } from './shutdown.js';
 import { sweepMissions } from './sweep.js';
@@ -44,6 +46,8 @@ export interface HostOptions {
   readonly sweepMs?: number;
   /** False where nobody else can reach Redis (`flotilla run`'s private redis-server). */
   readonly warnUnsigned?: boolean;
+  /** Run every agent CLI under bwrap (`flotilla worker --sandbox`); checked before anything starts. */
+  readonly sandbox?: Sandbox;
 }
 
 export type { CloseOutcome } from './shutdown.js';
@@ -81,8 +85,14 @@ const DEFAULT_GRACE_MS = 30_000;
  */
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
+  await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
+  // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
+  if (options.sandbox) {
+    await assertSandboxWorks(options.sandbox);
+    logger.info(`sandbox: agent CLIs run under ${options.sandbox.bwrap}, writable only in their checkout`);
+  }
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);
   const detected = await detectClis(adapters, { logger: { info: (msg: string) => logger.info(msg) } });
@@ -168,6 +178,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await reconcileDispatchWorkers();
     },
     missions: new Map(),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(signingKey ? { signingKey } : {}),
   };
 

@@ -35,10 +35,21 @@ export const dispatchConfigSchema = z
     rate_limit_patterns: z.array(z.string()).optional(),
     /** Case-insensitive regular expressions that mark a reply as "not logged in / misconfigured". */
     auth_error_patterns: z.array(z.string()).optional(),
+    /**
+     * The cheapest command that tells whether the CLI is logged in (`flotilla detect --check-auth`):
+     * exit 0 means logged in, unless its output matches an auth error pattern. Run without a shell.
+     */
+    auth_check_command: flags.optional(),
+    /**
+     * What the CLI must be able to write under `flotilla worker --sandbox` besides its checkout
+     * and /tmp: its config and cache folders. `~/` is the home folder, `$NAME` a variable; an
+     * entry ending in `/` is a folder made when missing; a missing entry otherwise is skipped.
+     */
+    sandbox_writable: z.array(z.string().min(1)).optional(),
     /** How long this CLI cools down on a host after a rate-limit reply. */
     cooldown_ms: z.number().int().positive().optional(),
     /** How the CLI reports usage: `claude-json` parses Claude Code's --output-format json. */
-    usage_format: z.enum(['claude-json', 'codex-jsonl', 'gemini-json']).optional(),
+    usage_format: z.enum(['claude-json', 'codex-jsonl', 'gemini-json', 'opencode-jsonl']).optional(),
     /** Environment variables the CLI needs; their values are never logged or put in prompts. */
     env: z.record(z.string(), z.string()).optional(),
     /** Marks the adapter that serves dispatch.internal on hosts configured with it. */

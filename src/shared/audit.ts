@@ -85,6 +85,16 @@ export type AuditEvent =
       readonly reply: string;
       readonly handedOver: boolean;
     }
+  /** The CLI changed the repository flotilla runs in, outside its checkout; the run fails. */
+  | {
+      readonly kind: 'escaped-checkout';
+      readonly cli: string;
+      readonly cliName: string;
+      /** That repository's top level. */
+      readonly root: string;
+      /** The paths `git status` shows changed there, relative to it. */
+      readonly paths: readonly string[];
+    }
   | { readonly kind: 'verify'; readonly passed: boolean; readonly criteria: readonly AuditCriterion[] }
   | {
       readonly kind: 'critic';
@@ -145,6 +155,11 @@ export function renderAuditEvent(event: AuditEvent): string {
       return `rate limited (attempt not counted, back to the queue): ${event.reply}`;
     case 'cli-unusable':
       return `${event.cliName}: ${event.reply}${event.handedOver ? ' (another host will take the task)' : ' (no live host can serve the task)'}`;
+    case 'escaped-checkout': {
+      const shown = event.paths.slice(0, 10).join(', ');
+      const more = event.paths.length > 10 ? `, … (${event.paths.length} in all)` : '';
+      return `${event.cliName} wrote outside its checkout: ${event.paths.length} path(s) changed in ${event.root}, the repository flotilla runs in: ${shown}${more}. Left as they are; check them before anything else uses that directory.`;
+    }
     case 'verify':
       return `exit criteria ${event.passed ? 'passed' : 'failed'}: ${event.criteria
         .map((c) => `${c.exitCode === 0 && !c.timedOut ? '✓' : '✗'} ${c.command}`)
@@ -190,6 +205,7 @@ export function spawnedCli(event: AuditEvent | undefined): boolean {
     event?.kind === 'run-cancelled' ||
     event?.kind === 'critic' ||
     event?.kind === 'rate-limited' ||
-    event?.kind === 'cli-unusable'
+    event?.kind === 'cli-unusable' ||
+    event?.kind === 'escaped-checkout'
   );
 }

@@ -46,11 +46,25 @@ export function integrationBranch(missionId: string): string {
 }
 
 /**
- * An attempt's branch is a sibling of the integration branch, not below it: git cannot hold a ref
- * `flotilla/<m>` and refs under `flotilla/<m>/` at once (docs/ARCHITECTURE.md, departures).
+ * The name of an attempt's branch in a host's own cache clone, where its checkout works. It is a
+ * sibling of the integration branch, not below it: git cannot hold a ref `flotilla/<m>` and refs
+ * under `flotilla/<m>/` at once. It is never published; the mission repo gets attemptRef().
  */
 export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
   return `flotilla/${missionId}.${taskId}.a${attempt}`;
+}
+
+/** Where attempt refs live in the mission repo: outside `refs/heads/`, so `git branch` never lists them. */
+export const ATTEMPT_REF_PREFIX = 'refs/flotilla/';
+
+/**
+ * Where an attempt's commit is published in the mission repo (docs/DISPATCH.md, "Write scope"). A 10,000-task
+ * mission must not leave 10,000 branches in the user's repository, but every attempt stays
+ * reachable for the audit trail: the user's repository gains one branch per mission, the
+ * integration branch, and these refs, which `git branch` does not list.
+ */
+export function attemptRef(missionId: string, taskId: string, attempt: number): string {
+  return `${ATTEMPT_REF_PREFIX}${missionId}/${taskId}/a${attempt}`;
 }
 
 /** The dispatch task id used for PROMPT/RESULT file names: unique per attempt. */
@@ -109,8 +123,15 @@ export interface RunResult {
   readonly outcome: 'done' | 'failed' | 'needs_input' | 'cancelled';
   readonly cli: string;
   readonly host: string;
+  /** The attempt's ref in the mission repo (attemptRef(): `refs/flotilla/<m>/<t>/a<n>`). */
   readonly branch?: string;
+  /** The ref's commit: the work plus flotilla's PROMPT/RESULT files, the attempt's audit record. */
   readonly commit?: string;
+  /**
+   * The parent of `commit`: the agent's work alone, without `.planning/dispatch/`. The gate merges
+   * this one, so the integration branch holds the work only.
+   */
+  readonly workCommit?: string;
   readonly resultStatus: ResultStatus;
   /** At most a few hundred characters; the whole result is in the audit trail. */
   readonly summary: string;

@@ -14,7 +14,9 @@ export const ERROR_CODES = [
   'job/unsigned',
   'redis/unreachable',
   'git/missing',
+  'git/unsupported',
   'git/failed',
+  'sandbox/unavailable',
   'internal',
 ] as const;
 
@@ -59,6 +61,8 @@ export function exitCodeFor(code: ErrorCode): number {
       return 2;
     case 'redis/unreachable':
     case 'git/missing':
+    case 'git/unsupported':
+    case 'sandbox/unavailable':
     // No agent CLI on a host is a missing piece of the machine, not a mistake in the user's input.
     case 'cli/not-found':
       return 3;

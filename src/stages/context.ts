@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { CliGroups } from '../agent/cli-groups.js';
+import type { Sandbox } from '../agent/sandbox.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Adapter } from '../shared/adapter.js';
 import type { Config } from '../shared/config.js';
@@ -42,6 +43,8 @@ export interface HostContext {
   readonly signingKey?: KeyObject;
   /** Specs are immutable once submitted, so a host reads each mission's once. */
   readonly missions: Map<string, MissionRecord>;
+  /** `flotilla worker --sandbox`: every agent CLI runs under bwrap. */
+  readonly sandbox?: Sandbox;
 }
 
 /**

@@ -5,7 +5,7 @@
 import { attemptBranch, integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { runGit } from './git.js';
-import type { RepoCache } from './repo-cache.js';
+import { type RepoCache, trackingRef } from './repo-cache.js';
 import { addWorktree, removeWorktree, uniqueWorkDir } from './worktree.js';
 
 export interface CheckoutAttemptOptions {
@@ -65,7 +65,7 @@ export async function checkoutForVerify(options: CheckoutForVerifyOptions): Prom
   await cache.fetch([branch]);
   const commit = await cache.remoteCommit(branch);
   if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
-  const segments = branch.replace(/^flotilla\//, '').split('/');
+  const segments = branch.replace(/^(refs\/)?flotilla\//, '').split('/');
   const last = segments.pop() ?? 'verify';
   const dir = uniqueWorkDir(options.workRoot, ...segments, `${last}-verify`);
   // Detached, so several hosts or stages may look at one attempt at the same time.
@@ -102,7 +102,7 @@ export async function diffAgainstIntegration(options: DiffAgainstIntegrationOpti
     '--no-color',
     '--no-ext-diff',
     '--find-renames',
-    `refs/remotes/origin/${integration}...refs/remotes/origin/${branch}`,
+    `${trackingRef(integration)}...${trackingRef(branch)}`,
     '--',
     '.',
     ':(exclude).planning/',

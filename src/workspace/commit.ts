@@ -1,80 +1,99 @@
-/** Records an attempt's work on its branch and publishes it to the mission repo. */
+/** Records an attempt's work and publishes it to the mission repo. */
 import { FlotillaError } from '../shared/errors.js';
-import { describeGitFailure, identityArgs, NO_HOOKS, readGit, retryOnLockContention, runGit } from './git.js';
+import {
+  cachedIdentityArgs,
+  describeGitFailure,
+  NO_HOOKS,
+  readGit,
+  retryOnLockContention,
+  runGit,
+} from './git.js';
+
+/** flotilla's PROMPT/RESULT files (and their archive): the attempt's audit record, never its work. */
+export const DISPATCH_DIR = '.planning/dispatch';
+const WORK_PATHS = ['.', `:(exclude)${DISPATCH_DIR}`] as const;
 
 export interface CommitAttemptOptions {
   readonly dir: string;
   readonly message: string;
-  /** The branch name to publish HEAD as; default the branch checked out in `dir`. */
-  readonly branch?: string;
+  /** Where to publish the attempt in the mission repo: a full ref (attemptRef()) or a branch name. */
+  readonly ref: string;
+  /**
+   * The commit the attempt started from. Commits the agent made itself are folded into the
+   * attempt's one work commit, so `.planning/dispatch/` files it may have committed stay out of it.
+   */
+  readonly baseCommit?: string;
   /** `Name <email>`, e.g. the CLI that did the work; the committer stays the host's identity. */
   readonly author?: string;
 }
 
 export interface CommitAttemptResult {
-  /** The branch tip after the commit, or HEAD unchanged when there was nothing to commit. */
+  /** The published commit: the work plus flotilla's dispatch files, the attempt's audit record. */
   readonly commit: string;
+  /** `commit`'s parent: the work alone, which the gate merges (an empty commit when nothing changed). */
+  readonly workCommit: string;
+  /** True when the work commit changes anything. */
   readonly changed: boolean;
-  readonly branch: string;
-}
-
-export async function currentBranch(dir: string): Promise<string> {
-  const result = await runGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], {
-    cwd: dir,
-    allowFailure: true,
-  });
-  if (result.exitCode !== 0) throw new FlotillaError('git/failed', `${dir}: HEAD is not on a branch`);
-  return result.stdout.trim();
+  readonly ref: string;
 }
 
 /**
- * Commits everything in the checkout, `.planning/` included, so the attempt's prompt and result
- * travel with its branch as the audit trail; then force-pushes the branch to the mission repo.
+ * Two commits: the work (everything but `.planning/dispatch/`), then flotilla's dispatch files on
+ * top. The ref points at the second, so the attempt's prompt and result travel with it as the
+ * audit trail; the gate merges the first, so they never reach the integration branch. A user's own
+ * `.planning/` files outside `dispatch/` are work like any other file.
  */
 export async function commitAttempt(options: CommitAttemptOptions): Promise<CommitAttemptResult> {
   const { dir } = options;
-  const branch = options.branch ?? (await currentBranch(dir));
   await runGit(['add', '-A'], { cwd: dir });
-  const staged = await runGit(['diff', '--cached', '--quiet'], { cwd: dir, allowFailure: true });
-  if (staged.exitCode > 1) {
-    throw new FlotillaError('git/failed', describeGitFailure(['diff', '--cached'], staged));
+  let made = await commitWorkThenDispatch(options);
+  if (options.baseCommit && made.workParent !== options.baseCommit) {
+    // The agent committed on its own, maybe flotilla's dispatch files with its work: start again
+    // from the base with everything staged, so the work commit is the whole change and only it.
+    await runGit(['reset', '--soft', '--quiet', options.baseCommit], { cwd: dir });
+    made = await commitWorkThenDispatch(options);
   }
-  const changed = staged.exitCode === 1;
-  if (changed) {
-    const author = options.author ? ['--author', options.author] : [];
-    await runGit(
-      [
-        ...NO_HOOKS,
-        ...(await identityArgs(dir)),
-        'commit',
-        '--quiet',
-        '--no-verify',
-        ...author,
-        '-m',
-        options.message,
-      ],
-      {
-        cwd: dir,
-      },
-    );
-  }
-  const commit = await readGit(['rev-parse', 'HEAD'], { cwd: dir });
-  await pushBranch({ dir, branch });
-  return { commit, changed, branch };
-}
-
-export interface PushBranchOptions {
-  readonly dir: string;
-  /** Published from the checkout's HEAD under this name. */
-  readonly branch: string;
+  await pushRef({ dir, ref: options.ref });
+  return { commit: made.commit, workCommit: made.workCommit, changed: made.changed, ref: options.ref };
 }
 
 /**
- * Force is right here: an attempt branch belongs to one attempt, and a re-delivered run must be
- * able to replace what an earlier delivery pushed.
+ * `commit -- <paths>` takes only those paths from the index and leaves the rest staged. Both
+ * commits are made even when empty, so the ref's parent is always the work commit; an empty work
+ * commit merges as "nothing to merge" at the gate.
  */
-export async function pushBranch(options: PushBranchOptions): Promise<void> {
-  const args = ['push', '--force', '--quiet', 'origin', `HEAD:refs/heads/${options.branch}`];
+async function commitWorkThenDispatch(options: CommitAttemptOptions) {
+  const { dir } = options;
+  const commit = [
+    ...NO_HOOKS,
+    ...(await cachedIdentityArgs(dir)),
+    'commit',
+    '--quiet',
+    '--no-verify',
+    '--allow-empty',
+    ...(options.author ? ['--author', options.author] : []),
+  ];
+  await runGit([...commit, '-m', options.message, '--', ...WORK_PATHS], { cwd: dir });
+  await runGit([...commit, '-m', `${options.message.split('\n')[0]} (dispatch files)`], { cwd: dir });
+  const [published = '', workCommit = '', workParent = '', workTree = '', parentTree = ''] = (
+    await readGit(['rev-parse', 'HEAD', 'HEAD^', 'HEAD^^', 'HEAD^^{tree}', 'HEAD^^^{tree}'], { cwd: dir })
+  ).split('\n');
+  return { commit: published, workCommit, workParent, changed: workTree !== parentTree };
+}
+
+export interface PushRefOptions {
+  readonly dir: string;
+  /** Published from the checkout's HEAD under this name: a full ref or a branch name. */
+  readonly ref: string;
+}
+
+/**
+ * Force is right here: an attempt ref belongs to one attempt, and a re-delivered run must be able
+ * to replace what an earlier delivery pushed.
+ */
+export async function pushRef(options: PushRefOptions): Promise<void> {
+  const target = options.ref.startsWith('refs/') ? options.ref : `refs/heads/${options.ref}`;
+  const args = ['push', '--force', '--quiet', 'origin', `HEAD:${target}`];
   await retryOnLockContention(
     () => runGit([...NO_HOOKS, ...args], { cwd: options.dir, allowFailure: true }),
     (result) => describeGitFailure(args, result),

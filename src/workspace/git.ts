@@ -4,6 +4,7 @@
  */
 import { execa } from 'execa';
 import { FlotillaError } from '../shared/errors.js';
+import { gitVersionProblem } from './git-version.js';
 
 export interface GitOptions {
   /** Directory to run in (passed as `git -C <cwd>`, so a missing directory is git's error, not a spawn error). */
@@ -154,6 +155,23 @@ export async function identityArgs(cwd: string): Promise<string[]> {
 }
 
 /**
+ * identityArgs(), asked of git once per directory in this process: a host commits in the same few
+ * directories again and again (its warm checkouts, the mission repo or its cache at the gate), and
+ * the answer depends only on their configuration and the environment.
+ */
+const identities = new Map<string, Promise<string[]>>();
+
+export function cachedIdentityArgs(cwd: string): Promise<string[]> {
+  let identity = identities.get(cwd);
+  if (!identity) {
+    identity = identityArgs(cwd);
+    identities.set(cwd, identity);
+    identity.catch(() => identities.delete(cwd));
+  }
+  return identity;
+}
+
+/**
  * Disables the repository's and the user's hooks for flotilla's own commits, merges and pushes. An
  * attempt's gate is its exit criteria; a husky or lint hook would otherwise run inside the worker,
  * with the worker's environment, and could block or rewrite the agent's commit.
@@ -190,4 +208,14 @@ export async function retryOnLockContention(
     }
     await new Promise((done) => setTimeout(done, 100 * attempt + Math.floor(Math.random() * 100)));
   }
+}
+
+/**
+ * Fails with `git/unsupported` (exit 3) when the git on PATH is older than flotilla needs, and
+ * with `git/missing` when there is none; a host checks once at start, before it takes any job.
+ */
+export async function assertGitVersion(options: Pick<GitOptions, 'env'> = {}): Promise<void> {
+  const result = await runGit(['--version'], { ...options, allowFailure: true });
+  const problem = gitVersionProblem(result.stdout);
+  if (problem) throw new FlotillaError('git/unsupported', problem);
 }

@@ -6,7 +6,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { describeGitFailure, readGit, resolveCommit, retryOnLockContention, runGit } from './git.js';
+import {
+  describeGitFailure,
+  isLockContention,
+  readGit,
+  resolveCommit,
+  retryOnLockContention,
+  runGit,
+} from './git.js';
 
 export interface RepoCache {
   /** The mission repo as given to git: an absolute path or a URL. */
@@ -15,13 +22,13 @@ export interface RepoCache {
   readonly dir: string;
   /**
    * Brings `refs/remotes/origin/*` up to date with the mission repo. Calls are serialised. With
-   * `branches`, only those are fetched: a full fetch lists every ref of the mission repo, which
-   * gains a branch per task attempt, so its cost grows with the mission (bench/scale.js, 10,000
-   * branches: 250–420 ms a fetch; one branch 40–55 ms when the repo's refs are packed, about 200 ms
-   * while they are loose, since git then still reads the whole refs/heads/flotilla/ directory).
+   * `branches` (branch names, or full refs such as attempt refs), only those are fetched: a full
+   * fetch lists every branch of the mission repo, and a targeted one costs the same at any size
+   * (bench/scale.js: 10,000 branches made a full fetch 250–420 ms against 40–55 ms for one). Attempt
+   * refs live outside `refs/heads/`, so a full fetch no longer grows with the attempts of a mission.
    */
   fetch(branches?: readonly string[]): Promise<void>;
-  /** The commit `refs/remotes/origin/<branch>` points at after the last fetch, or null. */
+  /** The commit the cache's copy of a branch or ref points at after the last fetch (trackingRef()), or null. */
   remoteCommit(branch: string): Promise<string | null>;
   /**
    * Runs `task` while no other fetch, push or worktree change runs on this cache in this process.
@@ -124,22 +131,40 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
     fetch: (branches) =>
       exclusive(async () => {
         if (branches && branches.length > 0) {
-          const refspecs = branches.map((branch) => `+refs/heads/${branch}:refs/remotes/origin/${branch}`);
-          const targeted = await runGit(['fetch', '--no-tags', '--quiet', 'origin', ...refspecs], {
-            cwd: dir,
-            allowFailure: true,
-          });
-          if (targeted.exitCode === 0) return;
-          // A branch the mission repo lacks, or a ref lock held for a moment: the full fetch below
-          // retries and leaves the refs as they are, so callers report a missing branch as before.
+          const refspecs = branches.map((name) => `+${remoteName(name)}:${trackingRef(name)}`);
+          const args = ['fetch', '--no-tags', '--quiet', 'origin', ...refspecs];
+          for (let attempt = 1; attempt <= LOCK_RETRIES; attempt++) {
+            const targeted = await runGit(args, { cwd: dir, allowFailure: true });
+            if (targeted.exitCode === 0) return;
+            if (!isLockContention(targeted.stderr)) break;
+            await new Promise((done) => setTimeout(done, 100 * attempt + Math.floor(Math.random() * 100)));
+          }
+          // A branch the mission repo lacks: the full fetch below leaves the refs as they are, so
+          // callers report a missing branch as before.
         }
         await retryOnLockContention(
           () => runGit(fetchArgs, { cwd: dir, allowFailure: true }),
           (result) => describeGitFailure(fetchArgs, result),
         );
       }),
-    remoteCommit: (branch) => resolveCommit(dir, `refs/remotes/origin/${branch}`),
+    remoteCommit: (branch) => resolveCommit(dir, trackingRef(branch)),
   };
+}
+
+const LOCK_RETRIES = 4;
+
+/** A branch name (`flotilla/m`) or a full ref (`refs/flotilla/m/t/a1`) as the mission repo names it. */
+function remoteName(name: string): string {
+  return name.startsWith('refs/') ? name : `refs/heads/${name}`;
+}
+
+/**
+ * Where a cache keeps its copy of a mission repo's ref: branches under `refs/remotes/origin/`, and
+ * refs outside `refs/heads/` (attempt refs) under their own name, which the cache never writes
+ * otherwise.
+ */
+export function trackingRef(name: string): string {
+  return name.startsWith('refs/') ? name : `refs/remotes/origin/${name}`;
 }
 
 /** The commit the mission repo's HEAD pointed at when the cache was cloned, or null (empty repo). */

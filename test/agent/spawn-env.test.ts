@@ -9,7 +9,7 @@ describe('childEnv', () => {
     (name) => {
       vi.stubEnv(name, 'private');
       vi.stubEnv('SOME_TOOL_SETTING', 'kept');
-      const env = childEnv();
+      const env = childEnv(undefined, '/tmp');
       expect(env[name]).toBeUndefined();
       expect(env.SOME_TOOL_SETTING).toBe('kept');
     },

@@ -165,3 +165,45 @@ describe('parseUsage on garbage', () => {
     expect(parseUsage(format, stdout)).toBeNull();
   });
 });
+
+describe('parseUsage opencode-jsonl', () => {
+  // Lines as `opencode run --format json` 1.18.33 printed them (ids shortened).
+  const step = (input: number, output: number, cost: number) =>
+    JSON.stringify({
+      type: 'step_finish',
+      part: {
+        type: 'step-finish',
+        reason: 'stop',
+        tokens: { total: input + output, input, output, reasoning: 0 },
+        cost,
+      },
+    });
+  const text = (value: string) => JSON.stringify({ type: 'text', part: { type: 'text', text: value } });
+
+  it('sums the steps’ tokens and cost and takes the last text as the answer', () => {
+    const stdout = [
+      JSON.stringify({ type: 'step_start', part: { type: 'step-start' } }),
+      step(100, 20, 0.0006),
+      text('first thoughts'),
+      step(150, 30, 0.0009),
+      text('All done here.'),
+    ].join('\n');
+    expect(parseUsage('opencode-jsonl', stdout)).toEqual({
+      inputTokens: 250,
+      outputTokens: 50,
+      costUsd: expect.closeTo(0.0015, 9),
+      resultText: 'All done here.',
+    });
+  });
+
+  it('gives the provider’s error message as the answer when the run failed', () => {
+    const error = {
+      type: 'error',
+      error: { name: 'APIError', data: { message: 'Incorrect API key provided: k' } },
+    };
+    expect(parseUsage('opencode-jsonl', JSON.stringify(error))).toEqual({
+      resultText: 'Incorrect API key provided: k',
+      isError: true,
+    });
+  });
+});

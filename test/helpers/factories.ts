@@ -90,6 +90,7 @@ function stageOf(event: AuditEvent): AuditEntry['stage'] {
     case 'run-refused':
     case 'rate-limited':
     case 'cli-unusable':
+    case 'escaped-checkout':
       return 'run';
     default:
       return event.kind;

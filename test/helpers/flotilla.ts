@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import type { Sandbox } from '../../src/agent/sandbox.js';
 import { type Host, startHost } from '../../src/host/host.js';
 import { FlotillaClient } from '../../src/mission/client.js';
 import { type Config, loadConfig } from '../../src/shared/config.js';
@@ -32,6 +33,8 @@ export interface TestCluster {
     adaptersDir?: string;
     slots?: number;
     sweepMs?: number;
+    /** Run the host's CLIs under bwrap (`flotilla worker --sandbox`). */
+    sandbox?: Sandbox;
   }): Promise<Host>;
   /**
    * Writes the mission YAML (workspace `./ws`) into a fresh folder and submits it. `files` are
@@ -78,6 +81,7 @@ export async function startCluster(
         graceMs: 2_000,
         heartbeatMs: 1_000,
         ...(hostOptions.sweepMs ? { sweepMs: hostOptions.sweepMs } : {}),
+        ...(hostOptions.sandbox ? { sandbox: hostOptions.sandbox } : {}),
       });
       hosts.push(host);
       return host;

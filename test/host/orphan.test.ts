@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { integrationBranch } from '../../src/shared/contracts.js';
+import { attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { createRedis } from '../../src/shared/redis.js';
 import { assertLockHeld } from '../../src/stages/lock-fence.js';
 import { checkoutAttempt } from '../../src/workspace/attempt-checkout.js';
@@ -163,7 +163,7 @@ describe('work published after the attempt moved elsewhere', () => {
     }
   });
 
-  it('the gate never merges an attempt branch that moved after its run committed', async () => {
+  it('the gate merges the commit the completed run returned, never what was pushed over its ref', async () => {
     const ws = join(root, 'ws');
     await mkdir(ws);
     await writeFile(join(ws, 'README.md'), '# repo\n');
@@ -172,41 +172,31 @@ describe('work published after the attempt moved elsewhere', () => {
     const workRoot = join(root, 'work');
     const git = async (cwd: string, ...args: string[]) => (await runGit(args, { cwd })).stdout.trim();
 
-    // The run that completed the job: its commit is what the run job returned.
+    // The run that completed the job: its commits are what the run job returned.
     const run = await checkoutAttempt({ cache, workRoot, missionId: 'm1', taskId: 't', attempt: 1 });
+    const ref = attemptRef('m1', 't', 1);
     await writeFile(join(run.dir, 'good.txt'), 'the run\n');
-    const committed = await commitAttempt({ dir: run.dir, message: 't: the run' });
-    // Then an orphan (a CLI left by a killed host) pushes its own work over the same branch.
+    const committed = await commitAttempt({ dir: run.dir, message: 't: the run', ref });
+    // Then an orphan (a CLI left by a killed host) pushes its own work over the same ref.
     await writeFile(join(run.dir, 'orphan.txt'), 'the orphan\n');
     await git(run.dir, 'add', '-A');
     await git(run.dir, '-c', 'user.name=o', '-c', 'user.email=o@x', 'commit', '-qm', 'orphan');
-    await git(run.dir, 'push', '-q', '--force', 'origin', `HEAD:${run.branch}`);
+    await git(run.dir, 'push', '-q', '--force', 'origin', `HEAD:${ref}`);
     await removeWorktree(run.dir);
 
-    const refused = await integrateAttempt({
-      cache,
-      workRoot,
-      missionId: 'm1',
-      branch: run.branch,
-      commit: committed.commit,
-      message: 'flotilla: merge t (attempt 1)',
-    });
-    expect(refused.ok).toBe(false);
-    if (!refused.ok) expect(refused.conflict).toMatch(/moved after its run/);
-    // The integration branch is untouched.
-    expect(await git(prepared.repo, 'rev-parse', integrationBranch('m1'))).toBe(prepared.baseCommit);
-
-    // The branch as the run left it is merged as usual.
-    await git(prepared.repo, 'update-ref', `refs/heads/${run.branch}`, committed.commit);
+    // What the gate passes (stages/gate/merge.ts): the run result's work commit, not the ref's tip.
     const merged = await integrateAttempt({
       cache,
-      workRoot,
       missionId: 'm1',
-      branch: run.branch,
-      commit: committed.commit,
+      attemptId: 't/a1',
+      ref,
+      workCommit: committed.workCommit,
       message: 'flotilla: merge t (attempt 1)',
     });
     expect(merged.ok).toBe(true);
-    expect(await git(prepared.repo, 'show', `${integrationBranch('m1')}:good.txt`)).toBe('the run');
+    const tip = await git(prepared.repo, 'rev-parse', integrationBranch('m1'));
+    const files = (await git(prepared.repo, 'ls-tree', '-r', '--name-only', tip)).split('\n');
+    expect(files).toContain('good.txt');
+    expect(files).not.toContain('orphan.txt');
   });
 });

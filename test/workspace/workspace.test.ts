@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attemptBranch, integrationBranch } from '../../src/shared/contracts.js';
+import { attemptBranch, attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
 import {
   checkoutAttempt,
@@ -78,16 +78,22 @@ async function host(repo: string): Promise<Host> {
   return { cache: await openRepoCache({ repo, cacheDir }), workRoot: scratch('work') };
 }
 
-/** One attempt that writes `files`, commits and pushes; returns its branch and commit. */
+/** One attempt that writes `files`, commits and pushes; returns its ref and commits. */
 async function attemptWriting(h: Host, missionId: string, taskId: string, files: Record<string, string>) {
   const checkout = await checkoutAttempt({ ...h, missionId, taskId, attempt: 1 });
   for (const [path, text] of Object.entries(files)) {
     await mkdir(join(checkout.dir, path, '..'), { recursive: true });
     await writeFile(join(checkout.dir, path), text);
   }
-  const committed = await commitAttempt({ dir: checkout.dir, message: `${taskId}: work` });
+  const ref = attemptRef(missionId, taskId, 1);
+  const committed = await commitAttempt({ dir: checkout.dir, message: `${taskId}: work`, ref });
   await removeWorktree(checkout.dir);
-  return { ...checkout, commit: committed.commit };
+  return { ...checkout, ref, commit: committed.commit, workCommit: committed.workCommit };
+}
+
+/** What the gate passes to integrateAttempt for an attempt made by attemptWriting(). */
+function merging(made: { ref: string; workCommit: string }, taskId: string) {
+  return { attemptId: `${taskId}/a1`, ref: made.ref, workCommit: made.workCommit };
 }
 
 describe('prepareWorkspace', () => {
@@ -160,11 +166,11 @@ describe('attempts on several hosts', () => {
     ]);
     expect(one.branch).toBe(attemptBranch('m7', 'one', 1));
     expect(one.baseCommit).toBe(prepared.baseCommit);
-    expect(await git(prepared.repo, 'rev-parse', one.branch)).toBe(one.commit);
+    expect(await git(prepared.repo, 'rev-parse', one.ref)).toBe(one.commit);
 
     const results = await Promise.all([
-      integrateAttempt({ ...hostA, missionId: 'm7', branch: one.branch, message: 'merge one' }),
-      integrateAttempt({ ...hostB, missionId: 'm7', branch: two.branch, message: 'merge two' }),
+      integrateAttempt({ ...hostA, missionId: 'm7', ...merging(one, 'one'), message: 'merge one' }),
+      integrateAttempt({ ...hostB, missionId: 'm7', ...merging(two, 'two'), message: 'merge two' }),
     ]);
     expect(results.every((r) => r.ok)).toBe(true);
     const tip = await git(prepared.repo, 'rev-parse', integrationBranch('m7'));
@@ -183,45 +189,11 @@ describe('attempts on several hosts', () => {
     const again = await integrateAttempt({
       ...hostB,
       missionId: 'm7',
-      branch: one.branch,
+      ...merging(one, 'one'),
       message: 'merge one',
     });
     expect(again).toEqual({ ok: true, commit: tip, alreadyIntegrated: true });
     expect(await git(prepared.repo, 'rev-parse', integrationBranch('m7'))).toBe(tip);
-  });
-
-  it('redoes the merge when another integration lands between its fetch and its push', async () => {
-    const prepared = await missionRepo('m15');
-    const h = await host(prepared.repo);
-    const work = await attemptWriting(h, 'm15', 'late', { 'src/late.ts': 'late\n' });
-    // Another host's merge, made directly in the mission repo.
-    await writeFile(join(prepared.repo, 'other.txt'), 'other\n');
-    await runGit(['add', 'other.txt'], { cwd: prepared.repo });
-    await runGit(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'other'], {
-      cwd: prepared.repo,
-    });
-    const other = await git(prepared.repo, 'rev-parse', 'HEAD');
-    // The mission repo's update hook moves the integration branch once, after our push was sent:
-    // the ref is no longer where the pusher saw it, so the mission repo refuses the update.
-    const hook = join(prepared.repo, '.git', 'hooks', 'update');
-    await writeFile(
-      hook,
-      `#!/bin/sh\nif [ "$1" = refs/heads/flotilla/m15 ] && [ ! -f "$GIT_DIR/raced" ]; then\n  touch "$GIT_DIR/raced"\n  git update-ref "$1" ${other}\nfi\n`,
-      { mode: 0o755 },
-    );
-
-    const result = await integrateAttempt({
-      ...h,
-      missionId: 'm15',
-      branch: work.branch,
-      message: 'merge late',
-    });
-    expect(result.ok).toBe(true);
-    expect(await stat(join(prepared.repo, '.git', 'raced'))).toBeTruthy();
-    const tip = await git(prepared.repo, 'rev-parse', integrationBranch('m15'));
-    expect(result).toMatchObject({ commit: tip, alreadyIntegrated: false });
-    expect(await git(prepared.repo, 'rev-parse', `${tip}^1`)).toBe(other);
-    expect(await git(prepared.repo, 'rev-parse', `${tip}^2`)).toBe(work.commit);
   });
 
   it('reports a merge conflict with the conflicting file and leaves the integration branch alone', async () => {
@@ -232,7 +204,7 @@ describe('attempts on several hosts', () => {
     const merged = await integrateAttempt({
       ...hostA,
       missionId: 'm8',
-      branch: first.branch,
+      ...merging(first, 'first'),
       message: 'merge first',
     });
     expect(merged.ok).toBe(true);
@@ -241,7 +213,7 @@ describe('attempts on several hosts', () => {
     const conflicted = await integrateAttempt({
       ...hostB,
       missionId: 'm8',
-      branch: second.branch,
+      ...merging(second, 'second'),
       message: 'merge second',
     });
     expect(conflicted.ok).toBe(false);
@@ -261,17 +233,26 @@ describe('attempts on several hosts', () => {
       join(checkout.dir, '.planning', 'dispatch', 'mean-a2-RESULT.md'),
       '**Status**: Complete\n',
     );
+    const ref = attemptRef('m9', 'mean', 2);
     const committed = await commitAttempt({
       dir: checkout.dir,
       message: 'mean',
+      ref,
       author: 'sim <sim@example.com>',
     });
-    expect(committed).toMatchObject({ changed: true, branch: attemptBranch('m9', 'mean', 2) });
-    expect(await git(checkout.dir, 'log', '-1', '--format=%an|%cn')).toBe('sim|flotilla');
+    expect(committed).toMatchObject({ changed: true, ref });
+    expect(await git(checkout.dir, 'log', '-2', '--format=%an|%cn')).toBe('sim|flotilla\nsim|flotilla');
+    // The work commit holds the work only; the dispatch files are in the published commit on top.
+    expect(await git(prepared.repo, 'diff', '--name-only', prepared.baseCommit, committed.workCommit)).toBe(
+      'src/mean.ts',
+    );
+    expect(await git(prepared.repo, 'diff', '--name-only', committed.workCommit, committed.commit)).toBe(
+      '.planning/dispatch/mean-a2-RESULT.md',
+    );
     await removeWorktree(checkout.dir);
 
     const verifier = await host(prepared.repo);
-    const verify = await checkoutForVerify({ ...verifier, branch: attemptBranch('m9', 'mean', 2) });
+    const verify = await checkoutForVerify({ ...verifier, branch: ref });
     expect(verify.commit).toBe(committed.commit);
     expect(await readFile(join(verify.dir, 'src', 'mean.ts'), 'utf8')).toContain('mean');
     // The audit trail travels with the branch.
@@ -285,14 +266,14 @@ describe('attempts on several hosts', () => {
     const diff = await diffAgainstIntegration({
       ...verifier,
       missionId: 'm9',
-      branch: attemptBranch('m9', 'mean', 2),
+      branch: ref,
     });
     expect(diff).toContain('+++ b/src/mean.ts');
     expect(diff).not.toContain('.planning');
     const capped = await diffAgainstIntegration({
       ...verifier,
       missionId: 'm9',
-      branch: attemptBranch('m9', 'mean', 2),
+      branch: ref,
       maxChars: 40,
     });
     expect(capped).toBe(`${diff.slice(0, 40)}\n[diff truncated at 40 characters]\n`);
@@ -311,7 +292,8 @@ describe('attempts on several hosts', () => {
 
     const first = await checkoutAttempt({ cache, workRoot, missionId: 'm10', taskId: 't', attempt: 1 });
     await writeFile(join(first.dir, 'README.md'), 'changed by the first delivery\n');
-    await commitAttempt({ dir: first.dir, message: 'first delivery' });
+    const ref = attemptRef('m10', 't', 1);
+    await commitAttempt({ dir: first.dir, message: 'first delivery', ref });
     // The job is delivered again while the first delivery's worktree is still on disk.
     const second = await checkoutAttempt({
       cache: sameCache,
@@ -324,14 +306,25 @@ describe('attempts on several hosts', () => {
     expect(await git(second.dir, 'rev-parse', 'HEAD')).toBe(prepared.baseCommit);
     expect(await readFile(join(second.dir, 'README.md'), 'utf8')).toBe('# calc\n');
 
-    const unchanged = await commitAttempt({ dir: second.dir, message: 'nothing' });
-    expect(unchanged).toEqual({
-      commit: prepared.baseCommit,
-      changed: false,
-      branch: attemptBranch('m10', 't', 1),
-    });
+    const unchanged = await commitAttempt({ dir: second.dir, message: 'nothing', ref });
+    // No work: an empty work commit on the starting commit, which the gate merges as nothing.
+    expect(unchanged).toMatchObject({ changed: false, ref });
+    expect(await git(prepared.repo, 'rev-parse', `${unchanged.workCommit}^{tree}`)).toBe(
+      await git(prepared.repo, 'rev-parse', `${prepared.baseCommit}^{tree}`),
+    );
     // The force push replaced what the first delivery pushed.
-    expect(await git(prepared.repo, 'rev-parse', attemptBranch('m10', 't', 1))).toBe(prepared.baseCommit);
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(unchanged.commit);
+    expect(await git(prepared.repo, 'rev-parse', `${ref}^`)).toBe(unchanged.workCommit);
+    expect(await git(prepared.repo, 'rev-parse', `${ref}^^`)).toBe(prepared.baseCommit);
+    const integrated = await integrateAttempt({
+      cache,
+      missionId: 'm10',
+      attemptId: 't/a1',
+      ref,
+      workCommit: unchanged.workCommit,
+      message: 'merge t',
+    });
+    expect(integrated).toEqual({ ok: true, commit: prepared.baseCommit, alreadyIntegrated: true });
 
     const after = await stat(join(cache.dir, '.git'));
     expect(after.ino).toBe(before.ino);

@@ -32,6 +32,13 @@ export interface DetectOptions {
 type Probe = Omit<DetectedCli, 'adapter'>;
 
 /**
+ * How long a detection command may take. `gemini --version` and `opencode --version` start a whole
+ * Node or Bun program; on a loaded two-core machine, with every adapter detected at once, they
+ * took more than the 10 s this used to be, and a host then served without them.
+ */
+export const DETECTION_TIMEOUT_MS = 30_000;
+
+/**
  * The session cache of cli-dispatch Step 5, for the life of the process. It holds promises, so
  * callers that overlap share one run of each command.
  */
@@ -45,7 +52,7 @@ export async function detectClis(
   adapters: readonly Adapter[],
   options: DetectOptions = {},
 ): Promise<DetectedCli[]> {
-  const { logger, timeoutMs = 10_000, env, refresh = false } = options;
+  const { logger, timeoutMs = DETECTION_TIMEOUT_MS, env, refresh = false } = options;
   const runs = adapters.map((adapter) => {
     const key = cacheKey(adapter);
     const cached = refresh ? undefined : cache.get(key);

@@ -1,3 +1,4 @@
+import { type AuthCheck, type AuthState, checkAuth } from '../../agent/adapters/auth-check.js';
 import { type DetectedCli, detectClis } from '../../agent/adapters/detect.js';
 import { exitCodeFor, formatProblem } from '../../shared/errors.js';
 import { type CommandIo, readAdaptersFor } from './read-adapters.js';
@@ -6,11 +7,14 @@ export interface DetectArgs {
   readonly dir: string;
   readonly json: boolean;
   readonly refresh: boolean;
+  /** Also ask each installed CLI whether it is logged in (`auth_check_command`). */
+  readonly checkAuth?: boolean;
 }
 
 /**
- * `flotilla detect [--json] [--refresh]`: runs every adapter's detection command on this machine
- * and prints which CLIs a worker started here would serve. Not finding a CLI is an answer, not an
+ * `flotilla detect [--json] [--refresh] [--check-auth]`: runs every adapter's detection command on
+ * this machine and prints which CLIs a worker started here would serve; with --check-auth, also
+ * whether each installed CLI is logged in. Not finding a CLI is an answer, not an
  * error (exit 0); broken adapter files are exit 2, as for `adapters check`.
  */
 export async function detect(args: DetectArgs, io: CommandIo): Promise<number> {
@@ -23,8 +27,12 @@ export async function detect(args: DetectArgs, io: CommandIo): Promise<number> {
   }
 
   const detected = await detectClis(loaded.adapters, { refresh: args.refresh });
+  // The checks run side by side: a prompt-based one takes seconds.
+  const auth = args.checkAuth
+    ? await Promise.all(detected.map((cli) => (cli.available ? checkAuth(cli.adapter) : undefined)))
+    : [];
   if (args.json) {
-    io.out(JSON.stringify(detected.map(toJson)));
+    io.out(JSON.stringify(detected.map((cli, i) => toJson(cli, auth[i]))));
     return 0;
   }
   if (detected.length === 0) {
@@ -35,10 +43,25 @@ export async function detect(args: DetectArgs, io: CommandIo): Promise<number> {
   const count = detected.filter((cli) => cli.available).length;
   io.out('');
   io.out(`${count} of ${detected.length} CLIs available`);
+  if (args.checkAuth) {
+    io.out('');
+    detected.forEach((cli, i) => {
+      const check = auth[i];
+      if (check)
+        io.out(`${cli.adapter.cli}: ${AUTH_WORDS[check.state]}${check.message ? ` — ${check.message}` : ''}`);
+    });
+  }
   return 0;
 }
 
-function toJson(cli: DetectedCli) {
+const AUTH_WORDS: Record<AuthState, string> = {
+  'logged-in': 'logged in',
+  'not-logged-in': 'NOT logged in',
+  unknown: 'login unknown',
+  'not-checked': 'login not checked',
+};
+
+function toJson(cli: DetectedCli, auth?: AuthCheck) {
   return {
     cli: cli.adapter.cli,
     displayName: cli.adapter.displayName,
@@ -46,6 +69,7 @@ function toJson(cli: DetectedCli) {
     version: cli.version ?? null,
     capabilities: [...cli.adapter.config.capabilities],
     ...(cli.reason ? { reason: cli.reason } : {}),
+    ...(auth ? { auth } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { FlotillaClient } from '../../mission/client.js';
 import { loadMission } from '../../mission/load.js';
 import type { Config } from '../../shared/config.js';
+import { ATTEMPT_REF_PREFIX } from '../../shared/contracts.js';
 import { formatProblem } from '../../shared/errors.js';
 import { listHosts } from '../../store/registry.js';
 import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
@@ -103,6 +104,7 @@ export async function report(args: { id: string; out?: string }, config: Config,
     const s = await client.status(args.id);
     const audit = await client.store.getAudit(args.id);
     const summary = await client.summary(args.id);
+    const { repo } = (await client.store.getMission(args.id)).meta;
     const dir = resolve(args.out ?? join('flotilla-reports', args.id));
     await mkdir(dir, { recursive: true });
     const lines = [
@@ -111,6 +113,8 @@ export async function report(args: { id: string; out?: string }, config: Config,
       `Goal: ${s.goal}`,
       `Status: ${s.status}`,
       `Branch: ${s.branch}`,
+      // Attempts are refs, not branches, so `git branch` does not show where to find them.
+      `Attempts: ${ATTEMPT_REF_PREFIX}${s.id}/<task>/a<n> in ${repo}`,
       '',
     ];
     if (summary) lines.push('```', summary, '```', '');

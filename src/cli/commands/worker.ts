@@ -3,6 +3,7 @@ import { describeStop } from '../../host/shutdown.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
+import { assertGitVersion } from '../../workspace/git.js';
 import type { Io } from '../io.js';
 
 /** How long a closed worker waits for its event loop to empty by itself before it exits anyway. */
@@ -13,11 +14,21 @@ const EXIT_AFTER_CLOSE_MS = 1_000;
  * CLIs the grace period; the second kills them at once so their jobs move to another host.
  */
 export async function worker(
-  args: { adaptersDir?: string; hostId?: string; slots: number; internalCli?: string; graceMs: number },
+  args: {
+    adaptersDir?: string;
+    hostId?: string;
+    slots: number;
+    internalCli?: string;
+    graceMs: number;
+    /** Every agent CLI under bwrap, writable only in its checkout (`--sandbox`). */
+    sandbox?: boolean;
+  },
   config: Config,
   io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
+  // Before Redis: a host whose git cannot merge without a checkout must not start at all.
+  await assertGitVersion();
   const probe = await connectOrFail(redisUrl);
   probe.disconnect();
   const logger = createLogger({ level: config.logLevel });
@@ -30,6 +41,7 @@ export async function worker(
     internalCli: args.internalCli,
     logger,
     graceMs: args.graceMs,
+    ...(args.sandbox ? { sandbox: { bwrap: 'bwrap' } } : {}),
   });
   if (host.clis.length === 0) {
     logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');

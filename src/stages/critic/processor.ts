@@ -3,6 +3,7 @@ import { resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
 import { pickReviewer } from '../../queue/match.js';
+import { renderAuditEvent } from '../../shared/audit.js';
 import type { CriticResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { checkoutForVerify, diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
@@ -107,7 +108,29 @@ export async function reviewAttempt(
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
       groups: ctx.cliGroups,
+      flotillaDirs: [ctx.config.home],
+      ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
     });
+    if (run.escaped) {
+      const event = {
+        kind: 'escaped-checkout',
+        cli: adapter.cli,
+        cliName: adapter.displayName,
+        ...run.escaped,
+      } as const;
+      const error = renderAuditEvent(event);
+      ctx.logger.error({ missionId, taskId, attempt, cli: adapter.cli }, error);
+      await ctx.store.audit(missionId, {
+        at: new Date().toISOString(),
+        taskId,
+        attempt,
+        stage: 'critic',
+        host: ctx.hostId,
+        cli: adapter.cli,
+        event,
+      });
+      return { verify, ran: true, cli: adapter.cli, error };
+    }
     const { outcome, usage } = run;
     const resultText = run.resultFileText ?? run.answer;
     const verdict = parseVerdict(resultText, task.minScore);

@@ -99,21 +99,38 @@ export function decideGate(input: GateInput): GateDecision {
 /** What integrating an approved attempt into the mission's branch came to. */
 export type MergeOutcome =
   | { readonly ok: true; readonly commit?: string }
-  | { readonly ok: false; readonly conflict: string };
+  | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
 
 /**
- * An approval whose merge conflicted is a failed attempt like any other: it retries with the
- * conflict as feedback (the same capped backoff) while attempts remain.
+ * An approval stands once its work is in the integration branch. A conflict is a failed attempt
+ * like any other: the next one starts from the current integration branch, which holds the other
+ * tasks' changes to the same files, and its prompt names those files.
  */
 export function decideAfterMerge(
   decision: GateDecision,
-  merged: MergeOutcome,
+  merge: MergeOutcome,
   task: Pick<TaskSpec, 'maxAttempts' | 'backoffMs'>,
   attempt: number,
 ): GateDecision {
-  if (decision.action !== 'approve' || merged.ok) return decision;
-  const feedback = `Merging your branch into the mission's integration branch conflicted:\n${merged.conflict}\nRebase your work on the current integration branch.`;
-  return retryOrFail(task, attempt, feedback, 'merge conflict');
+  if (decision.action !== 'approve' || merge.ok) return decision;
+  const shown = merge.files.slice(0, 10).join(', ');
+  const more = merge.files.length > 10 ? ` and ${merge.files.length - 10} more` : '';
+  return retryOrFail(
+    task,
+    attempt,
+    formatConflictFeedback(merge.conflict, merge.files),
+    `merge conflict in ${shown}${more}`,
+  );
+}
+
+export function formatConflictFeedback(conflict: string, files: readonly string[]): string {
+  const list = files.map((file) => `- \`${file}\``).join('\n');
+  return [
+    'Your work passed its checks, but merging it into the integration branch conflicted with work another task integrated meanwhile, in these files:',
+    list,
+    fence(conflict.trim()),
+    'This attempt starts from the current integration branch, which holds those changes: make your change on top of them.',
+  ].join('\n\n');
 }
 
 /** The spend that stops retries: a retry once budget_usd is spent fails the task instead. */

@@ -5,25 +5,17 @@ import type { CriticResult, GateDecision, StageJobData } from '../../shared/cont
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { AuditInput, SettleOutcome } from '../../store/mission-store.js';
-import { integrateAttempt } from '../../workspace/integrate.js';
-import { openRepoCache } from '../../workspace/repo-cache.js';
 import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
-import {
-  decideAfterMerge,
-  decideBudget,
-  decideGate,
-  describeDecision,
-  type MergeOutcome,
-  settlePatch,
-} from './decide.js';
+import { decideAfterMerge, decideBudget, decideGate, describeDecision, settlePatch } from './decide.js';
 import { escalateRetry } from './escalation.js';
+import { mergeApproved } from './merge.js';
 
 /**
  * The gate: the attempt's results decide approve / retry / fail (pure functions in decide.ts);
- * approval merges the branch into the integration branch first, so a conflict is a failed attempt
- * like any other. The state transition is one Lua script, applied once per attempt however often
+ * approval merges the work into the integration branch first (merge.ts, batched with this host's
+ * other gates for the branch), so a conflict is a failed attempt like any other. The state transition is one Lua script, applied once per attempt however often
  * this job runs; its effects (next flows, finalize) are idempotent adds with deterministic job ids.
  */
 export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Promise<{ action: string }> {
@@ -41,7 +33,7 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   let decision = decideGate({ result, task, attempt, cancelled });
   let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
-    const merged = await merge(ctx, meta.repo, { missionId, taskId, attempt }, result);
+    const merged = await mergeApproved(ctx, meta.repo, { missionId, taskId, attempt }, result.verify.run);
     if (merged.ok) mergeCommit = merged.commit;
     decision = decideAfterMerge(decision, merged, task, attempt);
   }
@@ -101,25 +93,6 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   }
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
   return { action: decision.action };
-}
-
-async function merge(
-  ctx: HostContext,
-  repo: string,
-  ref: { missionId: string; taskId: string; attempt: number },
-  result: CriticResult,
-): Promise<MergeOutcome> {
-  const { missionId, taskId, attempt } = ref;
-  const cache = await openRepoCache({ repo, cacheDir: ctx.cacheDir });
-  return integrateAttempt({
-    cache,
-    missionId,
-    branch: result.verify.run.branch ?? '',
-    // Only the commit the completed run job returned; anything else on the branch is refused.
-    ...(result.verify.run.commit ? { commit: result.verify.run.commit } : {}),
-    message: `flotilla: merge ${taskId} (attempt ${attempt})`,
-    workRoot: ctx.workRoot,
-  });
 }
 
 /** The log line and events of a transition that applied (a replay sends none of them again). */

@@ -4,7 +4,7 @@ import { collectResult } from '../../agent/collect-result.js';
 import type { AgentRun, DispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
 import type { Adapter } from '../../shared/adapter.js';
-import { attemptBranch, type RunResult } from '../../shared/contracts.js';
+import { attemptRef, type RunResult } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import { commitAttempt } from '../../workspace/commit.js';
 import { snapshotChanges } from '../../workspace/snapshot-changes.js';
@@ -22,6 +22,8 @@ export interface FinishInput {
   readonly attempt: number;
   readonly adapter: Adapter;
   readonly dir: string;
+  /** The integration commit the checkout started from; commits the agent made are folded into one. */
+  readonly baseCommit?: string;
   readonly paths: DispatchPaths;
   readonly prompt: string;
   readonly run: AgentRun;
@@ -66,11 +68,12 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     );
   }
   if (collected.outcome === 'done') await archiveDispatchFiles(dir, [paths.promptPath, paths.resultPath]);
-  const branch = attemptBranch(missionId, task.id, attempt);
+  const branch = attemptRef(missionId, task.id, attempt);
   await input.beforePublish?.();
   const committed = await commitAttempt({
     dir,
-    branch,
+    ref: branch,
+    ...(input.baseCommit ? { baseCommit: input.baseCommit } : {}),
     message: `flotilla: ${task.id} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
   });
   const costUsd = run.usage?.costUsd;
@@ -124,7 +127,8 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     cli: adapter.cli,
     host: ctx.hostId,
     branch,
-    ...(committed.commit ? { commit: committed.commit } : {}),
+    commit: committed.commit,
+    workCommit: committed.workCommit,
     resultStatus: collected.status,
     summary: summary.slice(0, RESULT_TEXT_CAP),
     outputs: collected.outputs.join(', ').slice(0, RESULT_TEXT_CAP),

@@ -1,6 +1,8 @@
 import type { Job } from 'bullmq';
 import { promptTooLarge, resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { tail } from '../../agent/spawn.js';
+import { renderAuditEvent } from '../../shared/audit.js';
 import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
@@ -86,7 +88,16 @@ export async function runAttempt(
     checkoutDir = checkout.dir;
     // `return await` inside try: a bare `return` runs the finally (an awaited worktree removal)
     // while a rejected promise goes unobserved, and Node ends the host on the unhandled rejection.
-    return await runInCheckout(ctx, { job, token, signal, task, cli: chosen, dir: checkout.dir, startedAt });
+    return await runInCheckout(ctx, {
+      job,
+      token,
+      signal,
+      task,
+      cli: chosen,
+      dir: checkout.dir,
+      baseCommit: checkout.baseCommit,
+      startedAt,
+    });
   } finally {
     release();
     if (checkoutDir) await removeWorktree(checkoutDir);
@@ -100,6 +111,8 @@ interface RunInput {
   readonly task: TaskSpec;
   readonly cli: HostCli;
   readonly dir: string;
+  /** The integration commit the checkout started from. */
+  readonly baseCommit: string;
   readonly startedAt: number;
 }
 
@@ -145,8 +158,32 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
     groups: ctx.cliGroups,
+    flotillaDirs: [ctx.config.home],
+    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
   if (run.invocation.note) log.info(run.invocation.note);
+  if (run.escaped) {
+    const event = {
+      kind: 'escaped-checkout',
+      cli: adapter.cli,
+      cliName: adapter.displayName,
+      ...run.escaped,
+    } as const;
+    const error = renderAuditEvent(event);
+    log.error(error);
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId,
+      attempt,
+      stage: 'run',
+      host: ctx.hostId,
+      cli: adapter.cli,
+      event,
+      files: { 'prompt.md': prompt, 'stdout.txt': tail(run.outcome.stdout, 20_000) },
+    });
+    // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
+    return failed('wrote outside its checkout', error, true);
+  }
 
   const reply = run.replyClass;
   const otherHostCanServe =
@@ -233,6 +270,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     attempt,
     adapter,
     dir,
+    baseCommit: input.baseCommit,
     paths,
     prompt,
     run,

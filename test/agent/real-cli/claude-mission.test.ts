@@ -5,15 +5,15 @@ import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../../src/shared/contracts.js';
 import { listHosts } from '../../../src/store/registry.js';
+import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../../helpers/flotilla.js';
 import {
   type CapturedRequest,
-  type ScriptedAnthropic,
-  startScriptedAnthropic,
+  type ScriptedModelServer,
+  startModelServer,
   textTurn,
   userText,
   writeTurn,
-} from '../../helpers/anthropic-server.js';
-import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../../helpers/flotilla.js';
+} from '../../helpers/model-server.js';
 
 /**
  * A mission through the real Claude Code CLI (`node_modules/.bin/claude`) and the real adapter file
@@ -173,7 +173,7 @@ describe('a mission on the real claude CLI', () => {
   }
 
   it('builds, verifies, reviews and merges a task written by claude through adapters/claude-code.md', async () => {
-    const server: ScriptedAnthropic = await startScriptedAnthropic([
+    const server: ScriptedModelServer = await startModelServer([
       writeTurn('greeting.txt', GREETING),
       resultTurn,
       textTurn('Done: greeting.txt is written and the result file describes it.'),
@@ -234,7 +234,7 @@ describe('a mission on the real claude CLI', () => {
 
   it('pauses on needs_input, resumes with every answered round, and refuses a third round', async () => {
     const questions = ['Formal or casual greeting?', 'With an exclamation mark?', 'Signed by whom?'];
-    const server = await startScriptedAnthropic(
+    const server = await startModelServer(
       questions.flatMap((question) => [askTurn(question), textTurn('I asked; waiting for the answer.')]),
     );
     cleanups.push(() => server.stop());

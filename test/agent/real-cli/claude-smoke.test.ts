@@ -4,15 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CLAUDE_BIN as CLAUDE, CLAUDE_HEADLESS_ARGS, claudeEnv } from '../../helpers/claude-cli.js';
 import {
   errorTurn,
-  type ScriptedAnthropic,
-  startScriptedAnthropic,
+  type ScriptedModelServer,
+  startModelServer,
   textTurn,
   userText,
   writeTurn,
-} from '../../helpers/anthropic-server.js';
-import { CLAUDE_BIN as CLAUDE, CLAUDE_HEADLESS_ARGS, claudeEnv } from '../../helpers/claude-cli.js';
+} from '../../helpers/model-server.js';
 
 // The real Claude Code CLI (devDependency @anthropic-ai/claude-code), talking to a local scripted
 // Messages API. See docs/TESTING.md for the flags and environment and why.
@@ -29,8 +29,8 @@ async function tempDir(label: string): Promise<string> {
   return dir;
 }
 
-async function scripted(...turns: Parameters<typeof startScriptedAnthropic>[0]): Promise<ScriptedAnthropic> {
-  const server = await startScriptedAnthropic(turns);
+async function scripted(...turns: Parameters<typeof startModelServer>[0]): Promise<ScriptedModelServer> {
+  const server = await startModelServer(turns);
   cleanups.push(server.stop);
   return server;
 }

@@ -205,7 +205,11 @@ describe('decideGate', () => {
 
 describe('decideAfterMerge', () => {
   const approve = { action: 'approve', score: 9 } as const;
-  const conflict = { ok: false, conflict: 'CONFLICT (content): Merge conflict in src/a.ts' } as const;
+  const conflict = {
+    ok: false,
+    conflict: 'CONFLICT (content): Merge conflict in src/a.ts',
+    files: ['src/a.ts'],
+  } as const;
 
   it('keeps an approval whose merge went through, and any decision that was not an approval', () => {
     expect(decideAfterMerge(approve, { ok: true }, task(), 1)).toBe(approve);
@@ -217,7 +221,7 @@ describe('decideAfterMerge', () => {
     const decision = decideAfterMerge(approve, conflict, task({ maxAttempts: 20, backoffMs: 60_000 }), 10);
     expect(decision).toMatchObject({
       action: 'retry',
-      reason: 'merge conflict',
+      reason: 'merge conflict in src/a.ts',
       delayMs: MAX_RETRY_DELAY_MS,
     });
     expect(decision.action === 'retry' && decision.feedback).toContain('Merge conflict in src/a.ts');
@@ -226,7 +230,7 @@ describe('decideAfterMerge', () => {
   it('fails a conflict on the last attempt, saying it ran out of attempts', () => {
     expect(decideAfterMerge(approve, conflict, task({ maxAttempts: 3 }), 3)).toMatchObject({
       action: 'fail',
-      reason: 'out of attempts (3/3): merge conflict',
+      reason: 'out of attempts (3/3): merge conflict in src/a.ts',
     });
   });
 });

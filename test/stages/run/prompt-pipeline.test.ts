@@ -177,8 +177,8 @@ describe('the prompt a CLI receives', () => {
     expect(prompt(audit, 'base').startsWith('# Dispatch Task')).toBe(true);
   });
 
-  it('archives PROMPT and RESULT after success, in the attempt branch and on the integration branch', async () => {
-    const branch = `flotilla/${status.id}.review-notes.a1`;
+  it('archives PROMPT and RESULT after success in the attempt’s own commit, not on the integration branch', async () => {
+    const branch = `refs/flotilla/${status.id}/review-notes/a1`;
     const files = (await git(repo, ['ls-tree', '-r', '--name-only', branch])).split('\n');
     const archived = files.filter((f) => f.startsWith('.planning/dispatch/archive/'));
     const promptFile = archived.find((f) => /\/\d{8}-\d{6}-review-notes-a1-PROMPT\.md$/.test(f));
@@ -189,13 +189,14 @@ describe('the prompt a CLI receives', () => {
     expect(await git(repo, ['show', `${branch}:${promptFile}`])).toBe(
       prompt(audit, 'review-notes').trimEnd(),
     );
+    // The integration branch holds the work only; the prompt stays with the attempt and the report.
     const integration = await git(repo, ['ls-tree', '-r', '--name-only', status.branch]);
-    expect(integration).toContain(promptFile);
+    expect(integration).not.toContain('.planning/dispatch/');
     expect(integration).toContain('notes/review.md');
   });
 
   it('leaves PROMPT and RESULT in place on a failed attempt’s branch', async () => {
-    const branch = `flotilla/${status.id}.broken.a1`;
+    const branch = `refs/flotilla/${status.id}/broken/a1`;
     const files = (await git(repo, ['ls-tree', '-r', '--name-only', branch])).split('\n');
     expect(files).toContain('.planning/dispatch/broken-a1-PROMPT.md');
     expect(files).toContain('.planning/dispatch/broken-a1-RESULT.md');

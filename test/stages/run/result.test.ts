@@ -100,7 +100,7 @@ describe('result collection', () => {
       'ls-tree',
       '-r',
       '--name-only',
-      `flotilla/${status.id}.printed.a1`,
+      `refs/flotilla/${status.id}/printed/a1`,
     ]);
     expect(files.stdout).toMatch(/\.planning\/dispatch\/archive\/\d{8}-\d{6}-printed-a1-RESULT\.md/);
   });

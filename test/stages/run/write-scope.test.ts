@@ -132,15 +132,15 @@ describe('write scope', () => {
     expect(files).toContain('src/ok.txt');
     expect(files).not.toContain('secrets/leak.txt');
     expect(await git(repo, ['show', `${status.branch}:secrets/config.txt`])).toBe('original secret');
-    // The attempt branch never held them either.
-    const attempt = await workFiles(repo, `flotilla/${status.id}.scoped.a1`);
+    // The attempt's ref never held them either.
+    const attempt = await workFiles(repo, `refs/flotilla/${status.id}/scoped/a1`);
     expect(attempt).not.toContain('secrets/leak.txt');
     expect(
       await git(repo, [
         'diff',
         '--name-only',
         baseCommit,
-        `flotilla/${status.id}.scoped.a1`,
+        `refs/flotilla/${status.id}/scoped/a1`,
         '--',
         'secrets',
       ]),
@@ -169,7 +169,7 @@ describe('write scope', () => {
 
   it('changes nothing in the repository for advisory and surgical tasks that wrote files', async () => {
     for (const task of ['advice', 'assess']) {
-      const branch = `flotilla/${status.id}.${task}.a1`;
+      const branch = `refs/flotilla/${status.id}/${task}/a1`;
       const changed = (await git(repo, ['diff', '--name-only', baseCommit, branch]))
         .split('\n')
         .filter(Boolean);

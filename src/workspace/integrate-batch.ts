@@ -1,0 +1,216 @@
+/**
+ * One batch of the gate's merge (integrate.ts): read the integration tip, find which work commits
+ * it already holds, merge the rest one on top of the other with `git merge-tree --write-tree` +
+ * `git commit-tree`, and publish the last with a compare-and-swap. Nothing is checked out.
+ */
+import { integrationBranch } from '../shared/contracts.js';
+import { FlotillaError } from '../shared/errors.js';
+import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, runGit } from './git.js';
+import {
+  lostCompareAndSwap,
+  type MergeRequest,
+  mergeCommitMessage,
+  parseRevList,
+  planBatch,
+} from './merge-batch.js';
+import { parseMergeTree } from './merge-tree-output.js';
+import { isRepoUrl, type RepoCache, trackingRef } from './repo-cache.js';
+
+export interface IntegrateAttemptOptions {
+  readonly cache: RepoCache;
+  readonly missionId: string;
+  /** The attempt within the mission, e.g. `mean/a2`: named in the merge commit's trailer. */
+  readonly attemptId: string;
+  /** The attempt's ref in the mission repo; fetched into the cache when the mission repo is a URL. */
+  readonly ref: string;
+  /** The commit to merge: the attempt's work without flotilla's dispatch files. */
+  readonly workCommit: string;
+  /** The merge commit's subject. */
+  readonly message: string;
+  /** Batches planned before giving up when other hosts keep publishing first. Default 8. */
+  readonly maxTries?: number;
+}
+
+export type IntegrateResult =
+  | {
+      readonly ok: true;
+      /** The attempt's own merge commit, or the tip that already held the work. */
+      readonly commit: string;
+      /** Nothing merged: a replayed gate after a publish, or an attempt that changed nothing. */
+      readonly alreadyIntegrated: boolean;
+    }
+  | {
+      readonly ok: false;
+      /** git's `CONFLICT (…)` lines, or a sentence naming the files when git printed none. */
+      readonly conflict: string;
+      readonly files: readonly string[];
+    };
+
+/** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
+interface Place {
+  readonly dir: string;
+  readonly remote: boolean;
+  readonly branchRef: string;
+  /** The ref holding the integration tip as this place sees it. */
+  readonly tipRef: string;
+}
+
+function placeOf(cache: RepoCache, missionId: string): Place {
+  const branch = integrationBranch(missionId);
+  const remote = isRepoUrl(cache.repo);
+  return {
+    dir: remote ? cache.dir : cache.repo,
+    remote,
+    branchRef: `refs/heads/${branch}`,
+    tipRef: remote ? trackingRef(branch) : `refs/heads/${branch}`,
+  };
+}
+
+export type BatchResults = Map<string, IntegrateResult | Error>;
+
+/** One batch for one integration branch: every request in it has the same cache and mission. */
+export async function integrateBatch(requests: readonly IntegrateAttemptOptions[]): Promise<BatchResults> {
+  const first = requests[0];
+  if (!first) return new Map();
+  const { cache, missionId } = first;
+  const place = placeOf(cache, missionId);
+  const maxTries = first.maxTries ?? 8;
+  for (let attempt = 1; attempt <= maxTries; attempt++) {
+    if (place.remote) await cache.fetch([integrationBranch(missionId), ...requests.map((r) => r.ref)]);
+    const tip = await readTip(place, missionId);
+    const unmerged = await notInTip(
+      place.dir,
+      requests.map((r) => r.workCommit),
+      tip.commit,
+    );
+    const plan = planBatch(
+      requests.map(
+        (r): MergeRequest => ({
+          attemptId: r.attemptId,
+          workCommit: r.workCommit,
+          message: mergeCommitMessage(r.message, missionId, r.attemptId),
+        }),
+      ),
+      unmerged,
+    );
+    const results: BatchResults = new Map();
+    for (const id of plan.alreadyIntegrated) {
+      results.set(id, { ok: true, commit: tip.commit, alreadyIntegrated: true });
+    }
+    let head: Head = tip;
+    for (const merge of plan.merges) {
+      const merged = await mergeOne(place.dir, head, merge.workCommit, merge.message);
+      if (merged.kind === 'merged') head = merged;
+      const result = resultOf(merged, head.commit);
+      for (const id of merge.attemptIds) results.set(id, result);
+    }
+    if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
+      return results;
+    }
+    // Another host published first. A short random pause keeps two losers from colliding again in step.
+    await new Promise((done) => setTimeout(done, Math.floor(Math.random() * 50 * attempt)));
+  }
+  throw new FlotillaError(
+    'git/failed',
+    `${cache.repo}: could not integrate into ${integrationBranch(missionId)}: ${maxTries} batches lost to concurrent integrations`,
+  );
+}
+
+/** The integration tip and its tree, in one git call. */
+async function readTip(place: Place, missionId: string): Promise<{ commit: string; tree: string }> {
+  const result = await runGit(['rev-parse', `${place.tipRef}^{commit}`, `${place.tipRef}^{tree}`, '--'], {
+    cwd: place.dir,
+    allowFailure: true,
+  });
+  const [commit = '', tree = ''] = result.stdout.trim().split('\n');
+  if (result.exitCode !== 0 || commit === '' || tree === '') {
+    throw new FlotillaError(
+      'git/failed',
+      `${place.dir}: integration branch ${integrationBranch(missionId)} not found (was the mission prepared?)`,
+    );
+  }
+  return { commit, tree };
+}
+
+/** The commits reachable from the work commits and not from the tip: one walk for the whole batch. */
+async function notInTip(dir: string, workCommits: readonly string[], tip: string): Promise<Set<string>> {
+  const args = ['rev-list', ...new Set(workCommits), `^${tip}`, '--'];
+  const result = await runGit(args, { cwd: dir, allowFailure: true });
+  if (result.exitCode !== 0) throw new FlotillaError('git/failed', describeGitFailure(args, result));
+  return parseRevList(result.stdout);
+}
+
+type MergeOne =
+  | { readonly kind: 'merged'; readonly commit: string; readonly tree: string }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'conflict'; readonly conflict: string; readonly files: string[] }
+  | { readonly kind: 'error'; readonly error: Error };
+
+interface Head {
+  readonly commit: string;
+  readonly tree: string;
+}
+
+/** What the gates of one merge are told; an error fails only them. */
+function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
+  switch (merged.kind) {
+    case 'merged':
+      return { ok: true, commit: merged.commit, alreadyIntegrated: false };
+    case 'unchanged':
+      return { ok: true, commit: head, alreadyIntegrated: true };
+    case 'conflict':
+      return { ok: false, conflict: merged.conflict, files: merged.files };
+    case 'error':
+      return merged.error;
+  }
+}
+
+async function mergeOne(dir: string, head: Head, workCommit: string, message: string): Promise<MergeOne> {
+  // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
+  const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];
+  const merged = await runGit(args, { cwd: dir, allowFailure: true });
+  const outcome = parseMergeTree(merged.stdout, merged.exitCode);
+  if (outcome.kind === 'error') {
+    return { kind: 'error', error: new FlotillaError('git/failed', describeGitFailure(args, merged)) };
+  }
+  if (outcome.kind === 'conflict') {
+    const files = [...outcome.files];
+    const conflict =
+      outcome.messages.length > 0 ? outcome.messages.join('\n') : `Merge conflict in ${files.join(', ')}`;
+    return { kind: 'conflict', conflict, files };
+  }
+  // The work changed nothing the tip does not already hold: no merge commit for an empty change.
+  if (outcome.tree === head.tree) return { kind: 'unchanged' };
+  const commit = await runGit(
+    [
+      ...NO_HOOKS,
+      ...(await cachedIdentityArgs(dir)),
+      'commit-tree',
+      outcome.tree,
+      '-p',
+      head.commit,
+      '-p',
+      workCommit,
+      '-F',
+      '-',
+    ],
+    { cwd: dir, input: message },
+  );
+  return { kind: 'merged', commit: commit.stdout.trim(), tree: outcome.tree };
+}
+
+async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
+  const args = place.remote
+    ? [
+        'push',
+        '--quiet',
+        `--force-with-lease=${place.branchRef}:${tip}`,
+        'origin',
+        `${head}:${place.branchRef}`,
+      ]
+    : ['update-ref', '-m', 'flotilla: integrate', place.branchRef, head, tip];
+  const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
+  if (result.exitCode === 0) return 'published';
+  if (lostCompareAndSwap(result.stderr)) return 'lost-race';
+  throw new FlotillaError('git/failed', describeGitFailure(args, result));
+}
