@@ -7,7 +7,7 @@
  *   node bench/run.js overhead --n 200 --runs 3 --critic both   # the sizes docs/BENCHMARKS.md reports
  *   node bench/run.js schedule --runs 3 --seed 7
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
- *   node bench/run.js recovery --runs 3 --locks 30000,5000
+ *   node bench/run.js recovery --runs 3 --locks default,30000:30000:15000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js large-repo --repos empty,generated,linux --counts 8,40   # git cost on big trees
  *   node bench/run.js integrate --n 150             # the gate's merges alone: one at a time and batched
@@ -56,6 +56,7 @@ const { values, positionals } = parseArgs({
     repos: { type: 'string' },
     counts: { type: 'string' },
     phases: { type: 'string' },
+    blocks: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -66,7 +67,8 @@ if (values.help) {
   overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
   schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
-  recovery  --runs 2 --locks 30000,5000[,5000:1000]   (lock ms[:stalled-check interval ms])
+  recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
+            --blocks 5000,9000   instead: does an event-loop block that long hand a job to another host?
   bullmq    --jobs 10000 --runs 3
   large-repo --repos empty,generated,linux --counts 8,40 --slots 4 --phases cold,warm   (large repos cached in ~/.cache/flotilla-bench)
   integrate --n 150   (the gate's merges alone, without agents: one at a time against batched)
@@ -100,6 +102,7 @@ const options = {
   repos: values.repos?.split(','),
   counts: list(values.counts),
   phases: values.phases?.split(','),
+  blocks: list(values.blocks),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));

@@ -4,7 +4,7 @@ import type { Adapter } from '../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
 import { classifyReply, type ReplyClass } from './reply-class.js';
 import { existing, type Sandbox, writablePaths } from './sandbox.js';
-import { type SpawnOutcome, spawnProcess } from './spawn.js';
+import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
 import { parseUsage, type Usage } from './usage.js';
 
 /**
@@ -36,6 +36,8 @@ export interface InvokeInput {
   readonly model?: string;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
+  readonly groups?: SpawnInput['groups'];
   /**
    * Directories flotilla itself writes to (its home with the checkouts and the repo cache), left
    * out when the repository flotilla runs in is compared before and after the run.
@@ -80,6 +82,7 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     env: adapter.config.env,
     timeoutMs: input.timeoutMs,
     signal: input.signal,
+    ...(input.groups ? { groups: input.groups } : {}),
     guardOrigin: { exclude: input.flotillaDirs ?? [] },
     ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
   });

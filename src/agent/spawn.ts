@@ -1,5 +1,6 @@
 import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
+import type { CliGroups } from './cli-groups.js';
 import { diffOrigin, snapshotOrigin } from './origin-guard.js';
 import { sandboxedCommand } from './sandbox.js';
 
@@ -14,6 +15,8 @@ export interface SpawnInput {
   /** Grace between SIGTERM and SIGKILL of the process group. */
   readonly killGraceMs?: number;
   readonly maxOutputBytes?: number;
+  /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
+  readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
   /**
    * Compare the git status of the directory flotilla runs in (default `process.cwd()`) before and
    * after the run; `exclude` lists directories flotilla itself writes to (the child's cwd is always
@@ -65,6 +68,8 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
     maxBuffer: input.maxOutputBytes ?? 16 * 1024 * 1024,
     stripFinalNewline: false,
   });
+  const pgid = child.pid;
+  const recorded = pgid === undefined ? undefined : input.groups?.record(pgid).catch(() => undefined);
   let timedOut = false;
   let cancelled = false;
   const killTree = () => {
@@ -114,6 +119,8 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   } finally {
     clearTimeout(timer);
     input.signal?.removeEventListener('abort', onAbort);
+    await recorded;
+    if (pgid !== undefined) await input.groups?.forget(pgid).catch(() => undefined);
   }
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
+import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
 import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
@@ -27,6 +28,8 @@ import { unparkEverywhere } from '../workspace/checkout-pool.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
 import { assertGitVersion } from '../workspace/git.js';
 import { pruneHostCaches } from '../workspace/prune.js';
+import { agePriorities } from './age-priorities.js';
+import { type CloseOutcome, createClose } from './shutdown.js';
 import { sweepMissions } from './sweep.js';
 
 export interface HostOptions {
@@ -52,6 +55,8 @@ export interface HostOptions {
   readonly sandbox?: Sandbox;
 }
 
+export type { CloseOutcome } from './shutdown.js';
+
 export interface Host {
   readonly hostId: string;
   readonly clis: readonly HostCli[];
@@ -59,10 +64,19 @@ export interface Host {
   /** The missions whose specs this host holds in memory (dropped when a mission ends). */
   cachedMissions(): string[];
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
-  close(options?: { force?: boolean }): Promise<void>;
+  close(options?: { force?: boolean }): Promise<CloseOutcome>;
 }
 
-const SHUTDOWN = 'host shutting down';
+/**
+ * How long (s) an idle worker blocks waiting for a job before it asks again. A job added to the
+ * queue wakes it at once (BullMQ's marker), so this sets only the idle cost: a host serves a
+ * dozen queues, and BullMQ's default of 5 s made their polling a large share of a host's Redis
+ * traffic. 10 s is the longest block BullMQ itself allows when delayed jobs are waiting.
+ */
+const IDLE_BLOCK_S = 10;
+
+/** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
+const AGE_CHECK_MS = 15_000;
 /** A host re-advertises itself this often; its registry entry expires after a few missed beats. */
 const HEARTBEAT_MS = 5_000;
 /** How often one host looks for state whose job a crashed process never added (host/sweep.ts). */
@@ -93,6 +107,15 @@ export async function startHost(options: HostOptions): Promise<Host> {
   if (!config.secret && options.warnUnsigned !== false) {
     logger.warn(
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
+    );
+  }
+  // Before any job: CLIs a previous run of this host id left running when it was killed.
+  const cliGroups = createCliGroups(cliGroupsDir(config.home, hostId));
+  const leftovers = await cliGroups.killLeftovers();
+  if (leftovers.length > 0) {
+    logger.warn(
+      { pgids: leftovers },
+      `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
     );
   }
   const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
@@ -171,6 +194,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)]),
     ),
     cacheDir: join(config.home, 'repos'),
+    cliGroups,
     workRoot: join(config.home, 'work', hostId),
     checkoutRoot: checkoutRoot.dir,
     disabled,
@@ -188,6 +212,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     connection: redis,
     prefix: config.prefix,
     lockDuration: config.lockMs,
+    lockRenewTime: config.lockRenewMs,
+    drainDelay: IDLE_BLOCK_S,
     stalledInterval: config.stalledIntervalMs,
     maxStalledCount: 2,
     ...(telemetry ? { telemetry } : {}),
@@ -274,6 +300,13 @@ export async function startHost(options: HostOptions): Promise<Host> {
     forgetEndedMissions(ctx).catch((error: Error) => logger.debug({ err: error.message }, 'forget failed'));
   }, sweepMs);
   sweeper.unref();
+  const ager = setInterval(() => {
+    const dispatch = [...workers.keys()].filter((queue) => queue.startsWith('dispatch.'));
+    agePriorities({ redis, queues, hostId }, dispatch, { intervalMs: AGE_CHECK_MS }).catch((error: Error) =>
+      logger.debug({ err: error.message }, 'priority aging failed'),
+    );
+  }, AGE_CHECK_MS);
+  ager.unref();
 
   const subscriber = redis.duplicate();
   subscriber.on('error', () => {});
@@ -300,33 +333,22 @@ export async function startHost(options: HostOptions): Promise<Host> {
     `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,
   );
 
-  let closing: Promise<void> | undefined;
-  let forced = false;
-  const close = (closeOptions: { force?: boolean } = {}): Promise<void> => {
-    if (closeOptions.force && !forced) {
-      forced = true;
-      for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
-    }
-    closing ??= (async () => {
-      clearInterval(heartbeat);
-      clearInterval(sweeper);
-      const graceful = Promise.all([...workers.values()].map((w) => w.close()));
-      const grace = options.graceMs ?? DEFAULT_GRACE_MS;
-      const timer = new Promise((resolve) => setTimeout(resolve, forced ? 0 : grace).unref());
-      const finished = await Promise.race([graceful.then(() => true), timer.then(() => false)]);
-      if (!finished) {
-        logger.warn('grace period over: stopping running CLIs so their jobs move to another host');
-        for (const worker of workers.values()) worker.cancelAllJobs(SHUTDOWN);
-        await Promise.all([...workers.values()].map((w) => w.close(true)));
-      }
-      await removeHost(redis, config.prefix, hostId).catch(() => undefined);
-      await subscriber.quit().catch(() => undefined);
-      await queues.close();
-      await redis.quit().catch(() => undefined);
+  const close = createClose({
+    workers: () => [...workers.values()],
+    activeJobs: () => [...active.keys()],
+    timers: [heartbeat, sweeper, ager],
+    graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
+    logger,
+    killLeftovers: () => cliGroups.killLeftovers(),
+    redis,
+    subscriber,
+    queues,
+    // The checkout slot goes first: its checkouts are free for the next host on this machine.
+    unregister: async () => {
       await checkoutRoot.release();
-    })();
-    return closing;
-  };
+      return removeHost(redis, config.prefix, hostId);
+    },
+  });
 
   return {
     hostId,

@@ -1,5 +1,5 @@
 import { Job } from 'bullmq';
-import { enqueueAttempt, enqueueFinalize } from '../queue/enqueue.js';
+import { enqueueAttempts, enqueueFinalize } from '../queue/enqueue.js';
 import { attemptJobId, finalizeJobId, QUEUES } from '../shared/contracts.js';
 import type { HostContext } from '../stages/context.js';
 
@@ -30,19 +30,21 @@ export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{
     }
     if (record.meta.cancelled) continue;
     const states = await ctx.store.getTasks(id);
-    for (const task of record.spec.tasks) {
+    const waiting = record.spec.tasks.flatMap((task) => {
       const state = states[task.id];
-      if (!state || (state.status !== 'queued' && state.status !== 'retrying') || state.attempts < 1)
-        continue;
-      if (await Job.fromId(missionQueue, attemptJobId(id, task.id, state.attempts, 'gate'))) continue;
-      await enqueueAttempt(ctx, {
-        missionId: id,
-        task,
-        attempt: state.attempts,
-        cli: state.escalated?.cli ?? null,
-      });
-      repaired.push(`${id}/${task.id} a${state.attempts}`);
-    }
+      return state && (state.status === 'queued' || state.status === 'retrying') && state.attempts >= 1
+        ? [{ task, attempt: state.attempts, cli: state.escalated?.cli ?? null }]
+        : [];
+    });
+    if (waiting.length === 0) continue;
+    // Which of them have their gate job: one round trip for the mission, not a job read per task.
+    const probe = ctx.store.redis.pipeline();
+    for (const { task, attempt } of waiting)
+      probe.exists(missionQueue.toKey(attemptJobId(id, task.id, attempt, 'gate')));
+    const found = (await probe.exec()) ?? [];
+    const lost = waiting.filter((_, i) => found[i]?.[1] !== 1);
+    await enqueueAttempts(ctx, id, lost);
+    for (const { task, attempt } of lost) repaired.push(`${id}/${task.id} a${attempt}`);
   }
   if (repaired.length > 0) ctx.logger.warn({ repaired }, 'sweep: re-added jobs lost with a crashed process');
   return { repaired };

@@ -93,8 +93,10 @@ export class FlotillaClient {
           last = entryId;
           options.onEvent?.(event);
         }
-        const summary = await this.store.getMetaField(id, 'summary');
-        if (summary !== null) return this.store.status(id);
+        // Finalize writes the summary before its `mission` event, so the summary is read only when
+        // that event came, or when nothing came at all (a trimmed stream): not once per event.
+        const ended = events.length === 0 || events.some(({ event }) => event.type === 'mission');
+        if (ended && (await this.store.getMetaField(id, 'summary')) !== null) return this.store.status(id);
       }
       return this.store.status(id);
     } finally {

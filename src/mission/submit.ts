@@ -1,4 +1,5 @@
-import { enqueueAttempt } from '../queue/enqueue.js';
+import { enqueueAttempts } from '../queue/enqueue.js';
+import { runPriorities } from '../queue/priority.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Logger } from '../shared/logger.js';
 import type { MissionSpec } from '../shared/mission.js';
@@ -19,9 +20,15 @@ export interface SubmitContext {
  */
 export async function submitValidMission(
   ctx: SubmitContext,
-  spec: MissionSpec,
-  id = newMissionId(spec.goal),
+  valid: MissionSpec,
+  id = newMissionId(valid.goal),
 ) {
+  // Once, here: the priorities travel in the (signed) spec, so a release costs no extra read.
+  const priorities = runPriorities(valid.tasks);
+  const spec: MissionSpec = {
+    ...valid,
+    tasks: valid.tasks.map((task) => ({ ...task, priority: priorities.get(task.id) })),
+  };
   const workspace = await prepareWorkspace({ workspace: spec.workspace, base: spec.base, missionId: id });
   const roots = spec.tasks.filter((task) => task.dependsOn.length === 0).map((task) => task.id);
   const now = new Date().toISOString();
@@ -57,9 +64,12 @@ export async function submitValidMission(
       event: { kind: 'mission', action: 'workspace', note },
     });
   }
-  for (const task of spec.tasks) {
-    if (task.dependsOn.length === 0) await enqueueAttempt(ctx, { missionId: id, task, attempt: 1 });
-  }
+  const rootTasks = spec.tasks.filter((task) => task.dependsOn.length === 0);
+  await enqueueAttempts(
+    ctx,
+    id,
+    rootTasks.map((task) => ({ task, attempt: 1 })),
+  );
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
   return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes };
 }

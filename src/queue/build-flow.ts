@@ -10,6 +10,8 @@ export interface AttemptFlowInput extends AttemptRef {
   readonly cli?: string;
   /** Backoff before the run starts (retries). */
   readonly delayMs?: number;
+  /** BullMQ priority of the run job (queue/priority.ts); none for missions without one. */
+  readonly priority?: number;
   readonly secret?: string;
 }
 
@@ -51,7 +53,12 @@ export function buildAttemptFlow(input: AttemptFlowInput): FlowJob {
                 name: JOBS.run,
                 queueName: input.queue,
                 data: runData,
-                opts: { ...childOpts, jobId: id('run'), ...(input.delayMs ? { delay: input.delayMs } : {}) },
+                opts: {
+                  ...childOpts,
+                  jobId: id('run'),
+                  ...(input.delayMs ? { delay: input.delayMs } : {}),
+                  ...(input.priority ? { priority: input.priority } : {}),
+                },
               },
             ],
           },

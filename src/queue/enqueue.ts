@@ -1,4 +1,3 @@
-import { Job } from 'bullmq';
 import { attemptJobId, finalizeJobId, JOBS, QUEUES } from '../shared/contracts.js';
 import type { Logger } from '../shared/logger.js';
 import type { TaskSpec } from '../shared/mission.js';
@@ -7,7 +6,7 @@ import type { MissionStore } from '../store/mission-store.js';
 import { listHosts, routableHosts } from '../store/registry.js';
 import { buildAttemptFlow } from './build-flow.js';
 import { type QueueSet, RETENTION } from './queues.js';
-import { routeTask } from './route.js';
+import { type Route, routeTask } from './route.js';
 
 /** Finalize only reads and writes the mission's own records, so a few infrastructure retries suffice. */
 const FINALIZE_ATTEMPTS = 5;
@@ -20,65 +19,119 @@ export interface EnqueueContext {
   readonly logger: Logger;
 }
 
+export interface AttemptToEnqueue {
+  readonly task: TaskSpec;
+  readonly attempt: number;
+  readonly delayMs?: number;
+  /** The CLI escalation moved the task to: the attempt is routed as if the task pinned it. */
+  readonly cli?: string | null;
+}
+
+/** Attempts per round trip of bookkeeping and per BullMQ MULTI of flows. */
+const FLOWS_PER_BATCH = 500;
+
 /**
- * Adds one attempt's flow, routed by the live registry at this moment. Idempotent: if the
- * attempt's gate job exists (a re-delivered gate already added it), nothing is added again.
- * `cli` is the CLI escalation moved the task to: the attempt is routed as if the task pinned it.
+ * Adds attempts' flows, routed by the live registry at this moment, on the path where a waiting
+ * task is released: one registry read for the whole batch; then one round trip that records each
+ * route on its task (the MARK script), checks whether its gate job already exists (a re-delivered
+ * gate added it) and reads the cancel flag; then one MULTI with every new flow. The audit rows
+ * come after all flows are in, since nothing waits for them. Idempotent: an attempt whose gate
+ * job exists is not added again. With `unlessCancelled`, nothing is added to a cancelled mission.
  */
+export async function enqueueAttempts(
+  ctx: EnqueueContext,
+  missionId: string,
+  requested: readonly AttemptToEnqueue[],
+  options: { unlessCancelled?: boolean } = {},
+): Promise<Route[]> {
+  if (requested.length === 0) return [];
+  const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
+  const attempts = requested.map((item) =>
+    item.cli && !item.task.cli ? { ...item, task: { ...item.task, cli: item.cli }, escalated: true } : item,
+  );
+  const routes = attempts.map((item) => {
+    const routed = routeTask(item.task, hosts);
+    // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
+    return 'escalated' in item ? { ...routed, reason: `escalated: ${routed.reason}` } : routed;
+  });
+  const missionQueue = ctx.queues.get(QUEUES.mission);
+  const fresh: { item: AttemptToEnqueue; route: Route }[] = [];
+  // Batches bound one pipeline and one MULTI when a submit enqueues thousands of roots at once.
+  for (let start = 0; start < attempts.length; start += FLOWS_PER_BATCH) {
+    const batch = attempts.slice(start, start + FLOWS_PER_BATCH);
+    const { cancelled, existing } = await ctx.store.prepareRelease(
+      missionId,
+      batch.map((item, i) => ({
+        taskId: item.task.id,
+        attempt: item.attempt,
+        route: routes[start + i]?.reason ?? '',
+        jobKey: missionQueue.toKey(attemptJobId(missionId, item.task.id, item.attempt, 'gate')),
+      })),
+    );
+    if (options.unlessCancelled && cancelled) return [];
+    const added = batch.flatMap((item, i) =>
+      existing[i] ? [] : [{ item, route: routes[start + i] as Route }],
+    );
+    if (added.length === 0) continue;
+    await ctx.queues.flows.addBulk(
+      added.map(({ item, route }) =>
+        buildAttemptFlow({
+          missionId,
+          taskId: item.task.id,
+          attempt: item.attempt,
+          queue: route.queue,
+          capability: route.capability,
+          cli: item.task.cli,
+          delayMs: item.delayMs,
+          priority: item.task.priority,
+          secret: ctx.secret,
+        }),
+      ),
+    );
+    fresh.push(...added);
+  }
+  for (const { item, route } of fresh) {
+    ctx.logger.debug(
+      { missionId, taskId: item.task.id, attempt: item.attempt, queue: route.queue },
+      route.reason,
+    );
+    if (route.how === 'waiting') {
+      // Followers (`run`, `submit --wait`, `status --watch`) print this, so a task that no host can
+      // serve is said out loud instead of sitting silently in a queue nobody consumes.
+      await ctx.store.emit({
+        missionId,
+        taskId: item.task.id,
+        attempt: item.attempt,
+        type: 'task',
+        status: 'waiting',
+        message: route.reason,
+      });
+    }
+    await ctx.store.audit(missionId, {
+      at: new Date().toISOString(),
+      taskId: item.task.id,
+      attempt: item.attempt,
+      stage: 'route',
+      event: {
+        kind: 'route',
+        attempt: item.attempt,
+        queue: route.queue,
+        how: route.how,
+        reason: route.reason,
+        ...(item.delayMs ? { delayMs: item.delayMs } : {}),
+      },
+    });
+  }
+  return routes;
+}
+
+/** One attempt's flow; see enqueueAttempts. */
 export async function enqueueAttempt(
   ctx: EnqueueContext,
   input: { missionId: string; task: TaskSpec; attempt: number; delayMs?: number; cli?: string | null },
 ): Promise<{ queue: string; reason: string }> {
-  const { missionId, attempt } = input;
-  const task = input.cli && !input.task.cli ? { ...input.task, cli: input.cli } : input.task;
-  const gateId = attemptJobId(missionId, task.id, attempt, 'gate');
-  const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
-  const routed = routeTask(task, hosts);
-  // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
-  const route = task === input.task ? routed : { ...routed, reason: `escalated: ${routed.reason}` };
-  await ctx.store.mark(missionId, task.id, attempt, null, { route: route.reason });
-  const existing = await Job.fromId(ctx.queues.get(QUEUES.mission), gateId);
-  if (existing) return { queue: route.queue, reason: route.reason };
-  await ctx.queues.flows.add(
-    buildAttemptFlow({
-      missionId,
-      taskId: task.id,
-      attempt,
-      queue: route.queue,
-      capability: route.capability,
-      cli: task.cli,
-      delayMs: input.delayMs,
-      secret: ctx.secret,
-    }),
-  );
-  ctx.logger.debug({ missionId, taskId: task.id, attempt, queue: route.queue }, route.reason);
-  if (route.how === 'waiting') {
-    // Followers (`run`, `submit --wait`, `status --watch`) print this, so a task that no host can
-    // serve is said out loud instead of sitting silently in a queue nobody consumes.
-    await ctx.store.emit({
-      missionId,
-      taskId: task.id,
-      attempt,
-      type: 'task',
-      status: 'waiting',
-      message: route.reason,
-    });
-  }
-  await ctx.store.audit(missionId, {
-    at: new Date().toISOString(),
-    taskId: task.id,
-    attempt,
-    stage: 'route',
-    event: {
-      kind: 'route',
-      attempt,
-      queue: route.queue,
-      how: route.how,
-      reason: route.reason,
-      ...(input.delayMs ? { delayMs: input.delayMs } : {}),
-    },
-  });
-  return { queue: route.queue, reason: route.reason };
+  const [route] = await enqueueAttempts(ctx, input.missionId, [input]);
+  return { queue: route?.queue ?? '', reason: route?.reason ?? '' };
 }
 
 /** Adds the mission's one finalize job (a deterministic id, so a second add is a no-op). */

@@ -9,6 +9,16 @@ import { FlotillaError } from './errors.js';
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
+ * Recovery after a host dies (docs/RECOVERY.md): its jobs run again elsewhere between
+ * lock − renew and lock + stalled interval after the crash, so these defaults give 7.5–12.5 s,
+ * inside the 15 s flotilla promises. The price: each host renews its running jobs' locks every
+ * 2.5 s and runs a stalled check per queue every 2.5 s (one short script each), and a host
+ * whose event loop is blocked for more than lock − renew (7.5 s) loses its jobs to another host.
+ */
+const DEFAULT_LOCK_MS = 10_000;
+const LOCK_FRACTION = 4;
+
+/**
  * Agent CLIs a host runs at once when `--slots` is not given. Each is a process of its own that
  * mostly waits on a model; four keeps a 2-core host responsive while its checkouts, criteria and
  * reviews run beside them, and an adapter's own max_concurrent lowers it per CLI.
@@ -44,8 +54,11 @@ const envSchema = z.object({
   FLOTILLA_HOME: z.string().optional(),
   /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */
   FLOTILLA_CACHE_DAYS: z.coerce.number().positive().default(14),
-  /** BullMQ lock duration for CLI jobs; a crashed host's job moves on after about this long. */
-  FLOTILLA_LOCK_MS: z.coerce.number().int().positive().default(30_000),
+  /** BullMQ lock duration for every job; a crashed host's job moves on after about this long. */
+  FLOTILLA_LOCK_MS: z.coerce.number().int().positive().default(DEFAULT_LOCK_MS),
+  /** How often a host renews the locks of its running jobs; default a quarter of the lock. */
+  FLOTILLA_LOCK_RENEW_MS: z.coerce.number().int().positive().optional(),
+  /** How often the cluster checks for jobs whose lock expired; default a quarter of the lock. */
   FLOTILLA_STALLED_INTERVAL_MS: z.coerce.number().int().positive().optional(),
   /** OpenTelemetry traces through bullmq-otel: `1`/`true` turns them on. */
   FLOTILLA_OTEL: z
@@ -68,6 +81,7 @@ export interface Config {
   readonly home: string;
   readonly cacheMaxAgeMs: number;
   readonly lockMs: number;
+  readonly lockRenewMs: number;
   readonly stalledIntervalMs: number;
   readonly otel: boolean;
   readonly logLevel: z.output<typeof envSchema>['LOG_LEVEL'];
@@ -81,6 +95,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new FlotillaError('usage', `invalid environment: ${lines.join('; ')}`);
   }
   const e = parsed.data;
+  const lockRenewMs = e.FLOTILLA_LOCK_RENEW_MS ?? Math.round(e.FLOTILLA_LOCK_MS / LOCK_FRACTION);
+  if (lockRenewMs >= e.FLOTILLA_LOCK_MS) {
+    throw new FlotillaError(
+      'usage',
+      `invalid environment: FLOTILLA_LOCK_RENEW_MS (${lockRenewMs}) must be less than FLOTILLA_LOCK_MS (${e.FLOTILLA_LOCK_MS}), or every lock expires before it is renewed`,
+    );
+  }
   return Object.freeze({
     redisUrl: e.REDIS_URL,
     prefix: e.FLOTILLA_PREFIX,
@@ -93,7 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
     cacheMaxAgeMs: e.FLOTILLA_CACHE_DAYS * 86_400_000,
     lockMs: e.FLOTILLA_LOCK_MS,
-    stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? e.FLOTILLA_LOCK_MS,
+    lockRenewMs,
+    stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? Math.round(e.FLOTILLA_LOCK_MS / LOCK_FRACTION),
     otel: e.FLOTILLA_OTEL,
     logLevel: e.LOG_LEVEL,
   });

@@ -119,6 +119,11 @@ export interface TaskSpec {
   readonly timeoutMs: number;
   readonly minScore: number;
   readonly backoffMs: number;
+  /**
+   * BullMQ priority of the task's run jobs (1 first), set at submit from the task graph
+   * (queue/priority.ts); absent in missions submitted before it existed, which run unprioritized.
+   */
+  readonly priority?: number;
   /** After a failed attempt: the next model tier, then another CLI, in the order given. */
   readonly escalate?: readonly ('tier' | 'cli')[];
   /**

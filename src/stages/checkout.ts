@@ -26,6 +26,7 @@ export function poolPlace(ctx: HostContext): PoolPlace {
 }
 
 export function runSetup(
+  ctx: HostContext,
   lease: CheckoutLease,
   commit: string,
   task: TaskSpec,
@@ -43,6 +44,7 @@ export function runSetup(
         timeoutMs: Math.min(SETUP_TIMEOUT_MS, task.timeoutMs),
         signal,
         maxOutputBytes: 4 * 1024 * 1024,
+        groups: ctx.cliGroups,
       });
       const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
       return { exitCode: outcome.exitCode, timedOut: outcome.timedOut || outcome.cancelled, output };

@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import type { CliGroups } from '../agent/cli-groups.js';
 import type { Sandbox } from '../agent/sandbox.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { Adapter } from '../shared/adapter.js';
@@ -29,6 +30,8 @@ export interface HostContext {
   readonly slots: Semaphore;
   readonly cliSlots: ReadonlyMap<string, Semaphore>;
   readonly cacheDir: string;
+  /** The process groups of the CLIs (and criteria) running on this host, recorded on disk. */
+  readonly cliGroups: CliGroups;
   readonly workRoot: string;
   /** This host's warm checkouts, one pool per repo cache below it. */
   readonly checkoutRoot: string;

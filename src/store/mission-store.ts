@@ -206,8 +206,39 @@ export class MissionStore {
     return raw ? fromStored(raw) : null;
   }
 
+  /** Several tasks' states in one round trip, in the order asked; null for an unknown id. */
+  async getTaskStates(id: string, taskIds: readonly string[]): Promise<(TaskState | null)[]> {
+    if (taskIds.length === 0) return [];
+    const raw = await this.redis.hmget(missionKeys(this.prefix, id).tasks, ...taskIds);
+    return raw.map((json) => (json ? fromStored(json) : null));
+  }
+
   async isCancelled(id: string): Promise<boolean> {
     return (await this.redis.hget(missionKeys(this.prefix, id).meta, 'cancelled')) === '1';
+  }
+
+  /**
+   * The per-release bookkeeping of a batch of attempts in one round trip (queue/enqueue.ts): each
+   * route recorded on its task (MARK, patch only), whether each attempt's job (`jobKey`, a BullMQ
+   * job hash) already exists, and the mission's cancel flag.
+   */
+  async prepareRelease(
+    id: string,
+    attempts: readonly { taskId: string; attempt: number; route: string; jobKey: string }[],
+  ): Promise<{ cancelled: boolean; existing: boolean[] }> {
+    const keys = missionKeys(this.prefix, id);
+    const round = this.redis.pipeline().hget(keys.meta, 'cancelled');
+    for (const item of attempts) {
+      const patch = JSON.stringify({ route: item.route });
+      round.eval(MARK_SCRIPT, 2, keys.meta, keys.tasks, item.taskId, String(item.attempt), '', patch);
+      round.exists(item.jobKey);
+    }
+    const replies = (await round.exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
+    return {
+      cancelled: replies[0]?.[1] === '1',
+      existing: attempts.map((_, i) => replies[2 + 2 * i]?.[1] === 1),
+    };
   }
 
   /** running / verifying / reviewing for the current attempt only; `null` patches fields alone. */

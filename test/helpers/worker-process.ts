@@ -38,7 +38,7 @@ export interface WorkerOptions {
   readonly path?: readonly string[];
   readonly adaptersDir?: string;
   readonly slots?: number;
-  /** FLOTILLA_LOCK_MS; unset means flotilla's default (30 s). */
+  /** FLOTILLA_LOCK_MS; unset means flotilla's default (10 s). */
   readonly lockMs?: number;
   /** `--grace` seconds for the first SIGTERM. */
   readonly graceSeconds?: number;

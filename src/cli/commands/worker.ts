@@ -1,9 +1,13 @@
-import { startHost } from '../../host/host.js';
+import { type CloseOutcome, startHost } from '../../host/host.js';
+import { describeStop } from '../../host/shutdown.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import { assertGitVersion } from '../../workspace/git.js';
 import type { Io } from '../io.js';
+
+/** How long a closed worker waits for its event loop to empty by itself before it exits anyway. */
+const EXIT_AFTER_CLOSE_MS = 1_000;
 
 /**
  * A worker host until signalled: the first SIGTERM/SIGINT stops taking jobs and gives running
@@ -20,7 +24,7 @@ export async function worker(
     sandbox?: boolean;
   },
   config: Config,
-  _io: Io,
+  io: Io,
 ): Promise<number> {
   const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
   // Before Redis: a host whose git cannot merge without a checkout must not start at all.
@@ -45,8 +49,14 @@ export async function worker(
   }
   return new Promise<number>((resolve) => {
     let signals = 0;
-    // Forced means running work was cut off: the shell's 128 + signal number, not success.
-    let exitCode = 0;
+    // The signal that forced the stop, if a second one came: it decides the exit code.
+    let forcedBy: string | undefined;
+    const leave = (code: number) => {
+      resolve(code);
+      // The host is closed; what may still hold the event loop is BullMQ's blocking connections
+      // retrying a Redis that is gone (they close only through Redis). A stopped worker must go.
+      setTimeout(() => process.exit(code), EXIT_AFTER_CLOSE_MS).unref();
+    };
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
@@ -54,14 +64,25 @@ export async function worker(
           `${signal}: draining (up to ${Math.round(args.graceMs / 1000)}s); send again to stop at once`,
         );
         // Both calls share one close; whichever signal came last decides the exit code.
-        void host.close().then(() => resolve(exitCode));
+        void host.close().then((outcome) => leave(exitFor(outcome, forcedBy, io)));
       } else {
         logger.warn(`${signal} again: stopping running CLIs now`);
-        exitCode = signal === 'SIGINT' ? 130 : 143;
+        forcedBy = signal;
         void host.close({ force: true });
       }
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
   });
+}
+
+/**
+ * The line (if any) and the exit code: Redis out of reach is 3 whatever else happened; a stop
+ * forced by a second signal cut running work off, so it is the shell's 128 + signal number.
+ */
+function exitFor(outcome: CloseOutcome, forcedBy: string | undefined, io: Io): number {
+  const said = describeStop(outcome, forcedBy !== undefined);
+  if (said.line) io.err(said.line);
+  if (said.code === 0 && forcedBy) return forcedBy === 'SIGINT' ? 130 : 143;
+  return said.code;
 }

@@ -117,6 +117,7 @@ export async function reviewAttempt(
       model: resolveModel(adapter, 'check'),
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
+      groups: ctx.cliGroups,
       flotillaDirs: [ctx.config.home],
       ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
     });

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { readAgentSettings } from '../../agent/personality.js';
-import { enqueueAttempt, enqueueFinalize } from '../../queue/enqueue.js';
+import { enqueueAttempt, enqueueAttempts, enqueueFinalize } from '../../queue/enqueue.js';
 import type { CriticResult, GateDecision, StageJobData } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
@@ -76,9 +76,22 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
     },
   };
   const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
+  // Effects are idempotent, so they run on replays too (a host may have died right after the
+  // script). What lets work start comes first; what only tells (the log line, events) after it,
+  // so a released task waits for nothing.
+  const released = await startNext(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
   if (outcome.applied) await record(ctx, { missionId, taskId, attempt }, decision, outcome);
-  // Effects are idempotent, so they run on replays too (a host may have died right after the script).
-  await applyEffects(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
+  for (const releasedTask of released) {
+    await ctx.store.emit({
+      missionId,
+      taskId: releasedTask.id,
+      attempt: 1,
+      type: 'task',
+      status: 'queued',
+      message: 'released: all dependencies approved',
+    });
+  }
+  if (outcome.settled) await enqueueFinalize(ctx, missionId);
   return { action: decision.action };
 }
 
@@ -115,14 +128,25 @@ async function record(
   }
 }
 
-/** The next attempt's flow, the released dependents' flows and the finalize job: all idempotent adds. */
-async function applyEffects(
+/**
+ * The released dependents' flows, in one batch (one registry read, one round trip of marks and
+ * checks, one MULTI; queue/enqueue.ts), and a retry's next attempt. Returns the tasks released,
+ * none when the mission was cancelled meanwhile.
+ */
+async function startNext(
   ctx: HostContext,
   ref: { missionId: string; task: TaskSpec; attempt: number; tasks: readonly TaskSpec[] },
   decision: GateDecision,
   outcome: SettleOutcome,
-): Promise<void> {
+): Promise<TaskSpec[]> {
   const { missionId, task, attempt } = ref;
+  const released = outcome.released.flatMap((id) => ref.tasks.filter((t) => t.id === id));
+  const routed = await enqueueAttempts(
+    ctx,
+    missionId,
+    released.map((t) => ({ task: t, attempt: 1 })),
+    { unlessCancelled: true },
+  );
   if (
     decision.action === 'retry' &&
     (outcome.applied || outcome.attempts === attempt + 1) &&
@@ -138,19 +162,5 @@ async function applyEffects(
       cli: escalated?.cli ?? null,
     });
   }
-  for (const releasedId of outcome.released) {
-    const released = ref.tasks.find((t) => t.id === releasedId);
-    if (released && !(await ctx.store.isCancelled(missionId))) {
-      await enqueueAttempt(ctx, { missionId, task: released, attempt: 1 });
-      await ctx.store.emit({
-        missionId,
-        taskId: releasedId,
-        attempt: 1,
-        type: 'task',
-        status: 'queued',
-        message: 'released: all dependencies approved',
-      });
-    }
-  }
-  if (outcome.settled) await enqueueFinalize(ctx, missionId);
+  return routed.length > 0 ? released : [];
 }

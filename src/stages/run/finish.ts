@@ -31,6 +31,8 @@ export interface FinishInput {
   /** What the task had spent before this attempt. */
   readonly costBefore: number;
   readonly startedAt: number;
+  /** Throws when this host may no longer publish the attempt's work (stages/lock-fence.ts). */
+  readonly beforePublish?: () => Promise<void>;
   /** How the CLI was run, for the audit and the receipt: tier, model flag, version, escalation. */
   readonly ran: { tier: string; model?: string; cliVersion?: string; escalation?: string };
   /** The output of the task's setup when it ran for this attempt. */
@@ -69,6 +71,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
   }
   if (collected.outcome === 'done') await archiveDispatchFiles(dir, [paths.promptPath, paths.resultPath]);
   const branch = attemptRef(missionId, task.id, attempt);
+  await input.beforePublish?.();
   const committed = await commitAttempt({
     dir,
     ref: branch,

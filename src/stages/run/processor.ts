@@ -12,6 +12,7 @@ import { attemptKey, leaseForRun } from '../../workspace/stage-checkout.js';
 import { poolPlace, runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
+import { assertLockHeld } from '../lock-fence.js';
 import { acquireSlots } from '../slots.js';
 import { chooseCli, giveBack } from './choose-cli.js';
 import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
@@ -95,7 +96,7 @@ export async function runAttempt(
       signal,
     });
     lease = checkout.lease;
-    const setup = await runSetup(checkout.lease, checkout.baseCommit, task, signal);
+    const setup = await runSetup(ctx, checkout.lease, checkout.baseCommit, task, signal);
     if (setup.failure) {
       const failed = { ...setup, failure: setup.failure };
       return await setupFailed(ctx, {
@@ -184,6 +185,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     model,
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
+    groups: ctx.cliGroups,
     flotillaDirs: [ctx.config.home],
     ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
@@ -303,6 +305,8 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     ...(facts.allowedPaths ? { allowedPaths: facts.allowedPaths } : {}),
     costBefore: facts.costUsd,
     startedAt: input.startedAt,
+    // A host whose job moved elsewhere meanwhile (lost lock) must not publish over the new run.
+    beforePublish: () => assertLockHeld(job, input.token, ctx.config.lockMs),
     ran: {
       tier: facts.modelTier,
       ...(model ? { model } : {}),

@@ -31,11 +31,9 @@ export async function gatherPromptFacts(
   resultPath: string,
 ): Promise<RunPromptFacts> {
   const { missionId, spec, task, attempt } = ref;
-  // Only the dependencies' states are read: reading every task's state made each run O(tasks).
-  const [state, ...depStates] = await Promise.all([
-    store.getTask(missionId, task.id),
-    ...task.dependsOn.map((dep) => store.getTask(missionId, dep)),
-  ]);
+  // The task's own state and only its dependencies', in one round trip: reading every task's
+  // state made each run O(tasks).
+  const [state, ...depStates] = await store.getTaskStates(missionId, [task.id, ...task.dependsOn]);
   const personality = task.agent ? (spec.agents[task.agent] ?? '') : '';
   const agent = readAgentSettings(personality);
   // agent-dispatch checks writes against the agent's allowed_paths; the task's own list wins.

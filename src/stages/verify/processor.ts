@@ -82,7 +82,7 @@ export async function verifyAttempt(
   let setupLog = '';
   let parkForCritic = false;
   try {
-    const setup = await runSetup(checkout.lease, checkout.commit, task, signal);
+    const setup = await runSetup(ctx, checkout.lease, checkout.commit, task, signal);
     setupLog = setup.log;
     if (setup.failure) {
       // A failed setup fails the attempt like a failed criterion, and the criteria are not run.
@@ -94,7 +94,7 @@ export async function verifyAttempt(
       });
     } else {
       for (const command of task.exitCriteria) {
-        criteria.push(await runCriterion(command, checkout.dir, task.timeoutMs, signal));
+        criteria.push(await runCriterion(ctx, command, checkout.dir, task.timeoutMs, signal));
       }
     }
     parkForCritic = task.critic && !signal?.aborted && criteria.every(criterionPassed);
@@ -137,6 +137,7 @@ export async function verifyAttempt(
 const criterionPassed = (c: CriterionResult) => c.exitCode === 0 && !c.timedOut;
 
 async function runCriterion(
+  ctx: HostContext,
   command: string,
   cwd: string,
   taskTimeoutMs: number,
@@ -149,6 +150,7 @@ async function runCriterion(
     timeoutMs: Math.min(CRITERION_TIMEOUT_MS, taskTimeoutMs),
     signal,
     maxOutputBytes: 4 * 1024 * 1024,
+    groups: ctx.cliGroups,
   });
   const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
   return { command, exitCode: outcome.exitCode, timedOut: outcome.timedOut, tail: tail(output, 1_500) };

@@ -1,3 +1,4 @@
+import { readlink } from 'node:fs/promises';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../../src/shared/contracts.js';
@@ -24,10 +25,22 @@ function gates(audit: AuditEntry[], taskId: string): string[] {
   return audit.filter((e) => e.taskId === taskId && e.stage === 'gate').map((e) => e.message);
 }
 
-/** Processes whose command line holds `needle`, this test's own `ps` excluded. */
-async function processesWith(needle: string): Promise<string[]> {
+/**
+ * Processes whose command line holds `needle`, this test's own `ps` excluded; with `under`, only
+ * those working inside that folder (so another test run on the machine with the same task ids
+ * does not count).
+ */
+async function processesWith(needle: string, under?: string): Promise<string[]> {
   const { stdout } = await execa('ps', ['-eo', 'pid=,args=']);
-  return stdout.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo'));
+  const lines = stdout.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo'));
+  if (!under) return lines;
+  const inside = await Promise.all(
+    lines.map(async (line) => {
+      const cwd = await readlink(`/proc/${line.trim().split(/\s+/)[0]}/cwd`).catch(() => '');
+      return cwd.startsWith(under);
+    }),
+  );
+  return lines.filter((_, i) => inside[i]);
 }
 
 /** A `sleep` whose odd duration names it, so no other process on the machine matches. */
@@ -146,7 +159,7 @@ describe('result collection', () => {
   it('kills the CLI’s whole process tree on timeout: neither the agent nor its child is left', async () => {
     // The sim's `run` step started `sleep` as its own child; only a process-group kill reaches it.
     expect(await processesWith(`sleep ${GRANDCHILD_SLEEP}`)).toEqual([]);
-    expect(await processesWith('cut-bare-a1-PROMPT.md')).toEqual([]);
-    expect(await processesWith('cut-partial-a1-PROMPT.md')).toEqual([]);
+    expect(await processesWith('cut-bare-a1-PROMPT.md', cluster.dir)).toEqual([]);
+    expect(await processesWith('cut-partial-a1-PROMPT.md', cluster.dir)).toEqual([]);
   });
 });

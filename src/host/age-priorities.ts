@@ -1,0 +1,72 @@
+import { PRIORITY_AGE_MS, PRIORITY_LEVELS, TOP_PRIORITY } from '../queue/priority.js';
+import type { QueueSet } from '../queue/queues.js';
+import type { RedisClient } from '../shared/redis.js';
+
+/** How many of the oldest jobs of each level one pass looks at; the rest wait for the next pass. */
+const AGE_BATCH = 50;
+
+/** BullMQ's prioritized set scores a job `priority × 2³² + counter` (getPriorityScore.lua). */
+const PRIORITY_SCALE = 0x1_0000_0000;
+
+export interface AgeContext {
+  readonly redis: RedisClient;
+  readonly queues: QueueSet;
+  readonly hostId: string;
+}
+
+/**
+ * Lifts run jobs that waited `ageMs` at a lower priority level to the top level, at the back of
+ * it, so a side task cannot be overtaken for ever by other missions' critical paths (fairness on a
+ * shared queue, queue/priority.ts). One round trip counts the jobs below the top level in every
+ * queue; only a queue that has some is looked at further, by one host per pass (a lock key): the
+ * oldest jobs of each level by score range (FIFO within a level), their add times in one round
+ * trip, and only the aged ones are touched. Returns the ids lifted.
+ */
+export async function agePriorities(
+  ctx: AgeContext,
+  queueNames: readonly string[],
+  options: { now?: number; ageMs?: number; intervalMs: number },
+): Promise<string[]> {
+  const now = options.now ?? Date.now();
+  const ageMs = options.ageMs ?? PRIORITY_AGE_MS;
+  const lifted: string[] = [];
+  if (queueNames.length === 0) return lifted;
+  // Most passes find nothing below the top level: one round trip for all queues says so.
+  const counts = ctx.redis.pipeline();
+  for (const name of queueNames) {
+    counts.zcount(ctx.queues.get(name).toKey('prioritized'), (TOP_PRIORITY + 1) * PRIORITY_SCALE, '+inf');
+  }
+  const below = ((await counts.exec()) ?? []).map(([, value]) => Number(value));
+  for (const [index, name] of queueNames.entries()) {
+    if (!below[index]) continue;
+    const queue = ctx.queues.get(name);
+    const lock = await ctx.redis.set(
+      queue.toKey('age-lock'),
+      ctx.hostId,
+      'PX',
+      Math.max(1, options.intervalMs - 100),
+      'NX',
+    );
+    if (lock !== 'OK') continue;
+    const ranges = ctx.redis.pipeline();
+    for (let level = TOP_PRIORITY + 1; level <= PRIORITY_LEVELS; level++) {
+      const low = level * PRIORITY_SCALE;
+      ranges.zrangebyscore(queue.toKey('prioritized'), low, low + PRIORITY_SCALE - 1, 'LIMIT', 0, AGE_BATCH);
+    }
+    const ids = ((await ranges.exec()) ?? []).flatMap(([, value]) => (value as string[] | null) ?? []);
+    if (ids.length === 0) continue;
+    const stamps = ctx.redis.pipeline();
+    for (const id of ids) stamps.hget(queue.toKey(id), 'timestamp');
+    const added = ((await stamps.exec()) ?? []).map(([, value]) => Number(value));
+    for (const [i, id] of ids.entries()) {
+      if (!(now - (added[i] ?? now) >= ageMs)) continue;
+      const job = await queue.getJob(id);
+      // Gone since the read: nothing to lift. One taken since keeps its place (the script only
+      // re-adds a job it finds waiting).
+      if (!job) continue;
+      await job.changePriority({ priority: TOP_PRIORITY });
+      lifted.push(id);
+    }
+  }
+  return lifted;
+}

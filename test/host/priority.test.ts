@@ -1,0 +1,177 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agePriorities } from '../../src/host/age-priorities.js';
+import { PRIORITY_AGE_MS } from '../../src/queue/priority.js';
+import { QueueSet } from '../../src/queue/queues.js';
+import type { MissionStatusJson } from '../../src/shared/contracts.js';
+import { createRedis } from '../../src/shared/redis.js';
+import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
+import { uniquePrefix } from '../helpers/redis-server.js';
+
+/**
+ * Ready tasks start longest-chain-first (run-job priorities from the graph, producer/priority.ts),
+ * and two missions on one queue take turns: on a real Redis with a host of one slot, so the order
+ * in which the slot is given is the order BullMQ serves the queue.
+ */
+
+function task(id: string, deps: string[], sleep: string): string {
+  return [
+    `  - id: ${id}`,
+    `    title: Task ${id}`,
+    `    capability: code_implementation`,
+    `    critic: false`,
+    `    depends_on: [${deps.join(', ')}]`,
+    `    exit_criteria: ["test -f ${id}.txt"]`,
+    `    description: |`,
+    `      Do ${id}.`,
+    '',
+    indent(sim(`- sleep: ${sleep}\n- write: {path: ${id}.txt, content: "${id}"}`)),
+  ].join('\n');
+}
+
+function mission(goal: string, tasks: string[]): string {
+  return [
+    `goal: ${goal}`,
+    `workspace: ./ws`,
+    `defaults: { max_attempts: 1, timeout: 60s }`,
+    `tasks:`,
+    ...tasks,
+  ].join('\n');
+}
+
+const started = (status: MissionStatusJson, id: string): number => {
+  const found = status.tasks.find((t) => t.id === id) as { startedAt?: string | null } | undefined;
+  if (!found?.startedAt) throw new Error(`task ${id} never started`);
+  return Date.parse(found.startedAt);
+};
+
+describe('run-job priority on a shared queue', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ hosts: 1, slots: 1 });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  /**
+   * A one-task mission holding the only slot until `free()` is called, so what the test submits
+   * meanwhile queues up behind it however slow the machine is.
+   */
+  async function holdTheSlot(): Promise<{ id: string; free: () => Promise<void> }> {
+    const gate = join(cluster.dir, `free-${Date.now()}`);
+    const wait = `for i in $(seq 600); do test -e ${gate} && exit 0; sleep 0.1; done; exit 1`;
+    const hold = [
+      '  - id: hold',
+      '    title: Hold the slot',
+      '    capability: code_implementation',
+      '    critic: false',
+      '    depends_on: []',
+      '    exit_criteria: ["true"]',
+      '    description: |',
+      '      Hold the slot.',
+      '',
+      indent(sim(`- run: [bash, -c, ${JSON.stringify(wait)}]`)),
+    ].join('\n');
+    const id = await cluster.submit(mission('hold the slot', [hold]));
+    for (;;) {
+      if ((await cluster.client.store.getTask(id, 'hold'))?.status === 'running') break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return { id, free: () => writeFile(gate, '') };
+  }
+
+  it('gives a freed slot to the head of a long chain released after short tasks', async () => {
+    const hold = await holdTheSlot();
+    // File order puts the short tasks first, so their run jobs are added first: FIFO would start s1.
+    const id = await cluster.submit(
+      mission('chain first', [
+        task('s1', [], '200ms'),
+        task('s2', [], '200ms'),
+        task('s3', [], '200ms'),
+        task('head', [], '200ms'),
+        task('c2', ['head'], '200ms'),
+        task('c3', ['c2'], '200ms'),
+      ]),
+    );
+    await hold.free();
+    const status = await cluster.client.wait(id, { pollMs: 200 });
+    await cluster.client.wait(hold.id, { pollMs: 200 });
+    expect(status.status).toBe('done');
+    for (const short of ['s1', 's2', 's3'])
+      expect(started(status, 'head')).toBeLessThan(started(status, short));
+  });
+
+  it('lets a flat mission in beside a deep one, and the deep one keeps its turn', async () => {
+    const hold = await holdTheSlot();
+    const deep = await cluster.submit(
+      mission('deep', [
+        ...['a', 'b', 'c'].flatMap((chain) => [
+          task(`${chain}1`, [], '200ms'),
+          task(`${chain}2`, [`${chain}1`], '200ms'),
+          task(`${chain}3`, [`${chain}2`], '200ms'),
+        ]),
+      ]),
+    );
+    const flat = await cluster.submit(mission('flat', [task('f1', [], '200ms'), task('f2', [], '200ms')]));
+    await hold.free();
+    const [deepStatus, flatStatus] = await Promise.all([
+      cluster.client.wait(deep, { pollMs: 200 }),
+      cluster.client.wait(flat, { pollMs: 200 }),
+      cluster.client.wait(hold.id, { pollMs: 200 }),
+    ]);
+    expect(deepStatus.status).toBe('done');
+    expect(flatStatus.status).toBe('done');
+    const heads = ['a1', 'b1', 'c1'].map((t) => started(deepStatus, t));
+    const deeper = ['a2', 'b2', 'c2', 'a3', 'b3', 'c3'].map((t) => started(deepStatus, t));
+    const flatStarts = ['f1', 'f2'].map((t) => started(flatStatus, t));
+    // Both missions' critical paths are the top level: the deep mission's heads, added first, go
+    // first, and the flat mission's tasks come before the deep mission's second level.
+    expect(Math.max(...heads)).toBeLessThan(Math.min(...flatStarts));
+    expect(Math.max(...flatStarts)).toBeLessThan(Math.min(...deeper));
+  });
+});
+
+describe('priority aging', () => {
+  it('lifts a run job that waited too long at a low level above newer top-level jobs', async () => {
+    const cluster = await startCluster({ hosts: 0 });
+    const redis = createRedis({ url: cluster.redis.url, role: 'worker' });
+    const queues = new QueueSet(redis, uniquePrefix());
+    try {
+      const queue = queues.get('dispatch.aging');
+      await queue.add('run', { n: 'side' }, { jobId: 'side', priority: 8 });
+      await queue.add('run', { n: 'critical-1' }, { jobId: 'critical-1', priority: 1 });
+      const lifted = await agePriorities({ redis, queues, hostId: 'h' }, ['dispatch.aging'], {
+        now: Date.now() + PRIORITY_AGE_MS + 1,
+        intervalMs: 1_000,
+      });
+      expect(lifted).toEqual(['side']);
+      await queue.add('run', { n: 'critical-2' }, { jobId: 'critical-2', priority: 1 });
+      // A second pass within the interval is another host's turn: nothing happens.
+      expect(
+        await agePriorities({ redis, queues, hostId: 'h2' }, ['dispatch.aging'], {
+          now: Date.now() + PRIORITY_AGE_MS + 1,
+          intervalMs: 1_000,
+        }),
+      ).toEqual([]);
+      const order: string[] = [];
+      const worker = new Worker(
+        'dispatch.aging',
+        async (job) => {
+          order.push(job.id ?? '');
+        },
+        { connection: redis.duplicate(), prefix: queues.prefix, concurrency: 1 },
+      );
+      while (order.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+      await worker.close();
+      expect(order).toEqual(['critical-1', 'side', 'critical-2']);
+    } finally {
+      await queues.close();
+      await redis.quit();
+      await cluster.stop();
+    }
+  });
+});

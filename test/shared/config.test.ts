@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
+import { isFlotillaError } from '../../src/shared/errors.js';
+
+describe('lock settings (docs/RECOVERY.md)', () => {
+  it.each([
+    [
+      'defaults: recovery in 7.5–12.5 s',
+      {},
+      { lockMs: 10_000, lockRenewMs: 2_500, stalledIntervalMs: 2_500 },
+    ],
+    [
+      'a longer lock scales renewal and checks',
+      { FLOTILLA_LOCK_MS: '30000' },
+      { lockMs: 30_000, lockRenewMs: 7_500, stalledIntervalMs: 7_500 },
+    ],
+    [
+      'each can be set',
+      { FLOTILLA_LOCK_MS: '30000', FLOTILLA_LOCK_RENEW_MS: '15000', FLOTILLA_STALLED_INTERVAL_MS: '30000' },
+      { lockMs: 30_000, lockRenewMs: 15_000, stalledIntervalMs: 30_000 },
+    ],
+  ])('%s', (_name, env, expected) => {
+    expect(loadConfig(env)).toMatchObject(expected);
+  });
+
+  it('refuses a renewal that does not come before the lock expires', () => {
+    let caught: unknown;
+    try {
+      loadConfig({ FLOTILLA_LOCK_MS: '5000', FLOTILLA_LOCK_RENEW_MS: '5000' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isFlotillaError(caught) && caught.code).toBe('usage');
+    expect(String((caught as Error).message)).toMatch(
+      /FLOTILLA_LOCK_RENEW_MS \(5000\) must be less than FLOTILLA_LOCK_MS \(5000\)/,
+    );
+  });
+});
