@@ -223,9 +223,11 @@ class PoolImpl implements CheckoutPool {
   private async create(id: string, commit: string): Promise<void> {
     const path = join(this.dir, id);
     await rm(path, { recursive: true, force: true });
-    // Not under the cache's exclusive lock: a detached worktree writes no ref of the cache, only its
-    // own admin folder, so a cold host's first checkouts (one per slot) are made side by side.
-    await runGit(['worktree', 'add', '--quiet', '--detach', path, commit], { cwd: this.cache.dir });
+    // One at a time per cache: `git worktree add` reads the other worktrees' admin folders, and
+    // fails on one another add is still writing ("failed to read .git/worktrees/c4/commondir").
+    await this.cache.exclusive(() =>
+      runGit(['worktree', 'add', '--quiet', '--detach', path, commit], { cwd: this.cache.dir }),
+    );
   }
 
   private lease(id: string, fresh: boolean): CheckoutLease {

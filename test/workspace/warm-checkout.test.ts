@@ -91,7 +91,7 @@ describe('warm checkouts', () => {
     await second.release();
   });
 
-  it('makes a cold host’s checkouts side by side, one per slot, each its own worktree', async () => {
+  it('makes a cold host’s checkouts on demand, one per slot, each its own worktree, when asked for at once', async () => {
     const { dir, base } = await repo();
     const cache = await openRepoCache({ repo: dir, cacheDir: scratch('cache') });
     const p = await checkoutPool(cache, { root: scratch('checkouts'), keep: 4 });
