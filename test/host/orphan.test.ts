@@ -53,7 +53,7 @@ describe('orphaned CLIs', () => {
     const id = await stage.submit(file);
     const orphan = await until(
       'the CLI to run',
-      () => cliProcesses(home).find((cli) => cli.cwd.includes('long-a1')),
+      () => cliProcesses(home).find((cli) => cli.args.includes('long-a1-PROMPT')),
       90_000,
     );
     await first.kill9();
