@@ -39,7 +39,7 @@ describe('SIGTERM while Redis is unreachable', () => {
     await stage.submit(file);
     await until(
       'the CLI to run',
-      () => cliProcesses(home).find((cli) => cli.cwd.includes('long-a1')),
+      () => cliProcesses(home).find((cli) => cli.args.includes('long-a1-PROMPT')),
       90_000,
     );
 
