@@ -1,5 +1,3 @@
-/** Records an attempt's work and publishes it to the mission repo. */
-import { FlotillaError } from '../shared/errors.js';
 import {
   cachedIdentityArgs,
   describeGitFailure,

@@ -1,15 +1,15 @@
 import type { Job } from 'bullmq';
 import { resolveModel } from '../../agent/invocation.js';
-import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { dispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
 import { pickReviewer } from '../../queue/match.js';
-import { renderAuditEvent } from '../../shared/audit.js';
 import type { CriticResult, StageJobData, VerifyResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
+import { invokeOnHost, recordEscape } from '../agent-run.js';
 import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
@@ -109,7 +109,7 @@ export async function reviewAttempt(
       minScore: task.minScore,
       attempt,
     });
-    const run = await invokeAgent({
+    const run = await invokeOnHost(ctx, {
       adapter,
       cwd: checkout.dir,
       paths,
@@ -117,28 +117,14 @@ export async function reviewAttempt(
       model: resolveModel(adapter, 'check'),
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
-      groups: ctx.cliGroups,
-      flotillaDirs: [ctx.config.home],
-      ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
     });
     if (run.escaped) {
-      const event = {
-        kind: 'escaped-checkout',
-        cli: adapter.cli,
-        cliName: adapter.displayName,
-        ...run.escaped,
-      } as const;
-      const error = renderAuditEvent(event);
-      ctx.logger.error({ missionId, taskId, attempt, cli: adapter.cli }, error);
-      await ctx.store.audit(missionId, {
-        at: new Date().toISOString(),
-        taskId,
-        attempt,
-        stage: 'critic',
-        host: ctx.hostId,
-        cli: adapter.cli,
-        event,
-      });
+      const error = await recordEscape(
+        ctx,
+        { missionId, taskId, attempt, stage: 'critic' },
+        adapter,
+        run.escaped,
+      );
       return { verify, ran: true, cli: adapter.cli, error };
     }
     const { outcome, usage } = run;

@@ -1,14 +1,14 @@
 import type { Job } from 'bullmq';
 import { promptTooLarge, resolveModel } from '../../agent/invocation.js';
-import { dispatchPaths, invokeAgent } from '../../agent/invoke.js';
+import { dispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
-import { renderAuditEvent } from '../../shared/audit.js';
 import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseForRun } from '../../workspace/stage-checkout.js';
+import { invokeOnHost, recordEscape } from '../agent-run.js';
 import { poolPlace, runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
@@ -177,7 +177,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     'starting CLI',
   );
   const model = resolveModel(adapter, facts.modelTier);
-  const run = await invokeAgent({
+  const run = await invokeOnHost(ctx, {
     adapter,
     cwd: dir,
     paths,
@@ -185,30 +185,19 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     model,
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
-    groups: ctx.cliGroups,
-    flotillaDirs: [ctx.config.home],
-    ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
   if (run.invocation.note) log.info(run.invocation.note);
   if (run.escaped) {
-    const event = {
-      kind: 'escaped-checkout',
-      cli: adapter.cli,
-      cliName: adapter.displayName,
-      ...run.escaped,
-    } as const;
-    const error = renderAuditEvent(event);
-    log.error(error);
-    await ctx.store.audit(missionId, {
-      at: new Date().toISOString(),
-      taskId,
-      attempt,
-      stage: 'run',
-      host: ctx.hostId,
-      cli: adapter.cli,
-      event,
-      files: { 'prompt.md': prompt, 'stdout.txt': tail(run.outcome.stdout, 20_000) },
-    });
+    const error = await recordEscape(
+      ctx,
+      { missionId, taskId, attempt, stage: 'run' },
+      adapter,
+      run.escaped,
+      {
+        'prompt.md': prompt,
+        'stdout.txt': tail(run.outcome.stdout, 20_000),
+      },
+    );
     // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
     return failed('wrote outside its checkout', error, true);
   }
