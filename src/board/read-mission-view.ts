@@ -2,7 +2,7 @@ import type { MissionStatus, TaskState } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { TaskSpec } from '../shared/mission.js';
 import type { MissionStore } from '../store/mission-store.js';
-import { type HostInfo, listHosts } from '../store/registry.js';
+import type { HostInfo } from '../store/registry.js';
 import { buildOverview, type Overview } from './mission-overview.js';
 import { depthsOf, topologicalOrder } from './task-dag.js';
 
@@ -139,7 +139,7 @@ export class MissionViewReader {
     const [meta, states, hosts] = await Promise.all([
       this.store.getMissionMeta(id),
       this.store.getTasks(id),
-      listHosts(this.store.redis, this.store.prefix),
+      this.store.hosts(),
     ]);
     if (!meta) throw new FlotillaError('mission/not-found', `no mission '${id}'`);
     const live = liveMissionOf({ shape, meta, states, hosts, eventId, now });

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { MISSION_STATUSES, type MissionStatus, TASK_STATUSES, type TaskStatus } from '../shared/contracts.js';
-import { missionKeys } from '../store/keys.js';
 import type { MissionStore } from '../store/mission-store.js';
 
 /** The fields of a task state the list and the metrics need; anything else in the JSON is ignored. */
@@ -47,37 +46,23 @@ function parseTask(id: string, json: string): MissionRow['tasks'][number] {
  * may hold whole agent files) is not read.
  */
 export async function readMissionRows(store: MissionStore, limit: number): Promise<MissionRow[]> {
-  const ids = await store.listMissions(limit);
-  if (ids.length === 0) return [];
-  const pipeline = store.redis.pipeline();
-  for (const id of ids) {
-    const keys = missionKeys(store.prefix, id);
-    pipeline.hmget(keys.meta, 'goal', 'status', 'createdAt', 'finishedAt', 'costUsd');
-    pipeline.hgetall(keys.tasks);
-  }
-  const replies = (await pipeline.exec()) ?? [];
   const rows: MissionRow[] = [];
-  ids.forEach((id, i) => {
-    const [metaError, meta] = replies[i * 2] ?? [];
-    const [tasksError, tasks] = replies[i * 2 + 1] ?? [];
-    if (metaError || tasksError || !Array.isArray(meta)) return;
-    const [goal, status, createdAt, finishedAt, costUsd] = meta.map((v: unknown) =>
-      typeof v === 'string' ? v : null,
-    );
+  for (const { id, meta, tasks } of await store.missionRows(limit)) {
+    if (!meta) continue;
+    const [goal, status, createdAt, finishedAt, costUsd] = meta;
     // A mission whose keys are gone (deleted by hand) is left out rather than shown empty.
-    if (goal === null && status === null) return;
-    const taskMap = tasks && typeof tasks === 'object' ? (tasks as Record<string, unknown>) : {};
+    if (goal === null && status === null) continue;
     rows.push({
       id,
       goal: goal ?? '',
-      status: missionStatus(status),
+      status: missionStatus(status ?? null),
       createdAt: createdAt ?? '',
       finishedAt: finishedAt ?? null,
       costUsd: Number(costUsd ?? 0) || 0,
-      tasks: Object.entries(taskMap).map(([taskId, json]) =>
+      tasks: Object.entries(tasks).map(([taskId, json]) =>
         parseTask(taskId, typeof json === 'string' ? json : '{}'),
       ),
     });
-  });
+  }
   return rows;
 }

@@ -2,7 +2,6 @@ import { buildOverview } from '../board/mission-overview.js';
 import type { FlotillaClient } from '../mission/client.js';
 import type { MissionStatusJson } from '../shared/contracts.js';
 import type { TaskSpec } from '../shared/mission.js';
-import { listHosts } from '../store/registry.js';
 import type { Io } from './io.js';
 import { formatEventLine, LiveTable } from './progress.js';
 import { layoutScreen, type ScreenSize } from './screen-layout.js';
@@ -28,10 +27,7 @@ function createLiveScreen(client: FlotillaClient, id: string) {
   let tasks: readonly TaskSpec[] | undefined;
   return async (known?: MissionStatusJson): Promise<MissionStatusJson> => {
     tasks ??= (await client.store.getMission(id)).spec.tasks;
-    const [status, hosts] = await Promise.all([
-      known ?? client.status(id),
-      listHosts(client.redis, client.store.prefix),
-    ]);
+    const [status, hosts] = await Promise.all([known ?? client.status(id), client.store.hosts()]);
     const now = Date.now();
     const overview = buildOverview({
       tasks,

@@ -38,11 +38,10 @@ export async function sweepMissions(ctx: HostContext, lockMs: number): Promise<{
     });
     if (waiting.length === 0) continue;
     // Which of them have their gate job: one round trip for the mission, not a job read per task.
-    const probe = ctx.store.redis.pipeline();
-    for (const { task, attempt } of waiting)
-      probe.exists(missionQueue.toKey(attemptJobId(id, task.id, attempt, 'gate')));
-    const found = (await probe.exec()) ?? [];
-    const lost = waiting.filter((_, i) => found[i]?.[1] !== 1);
+    const found = await ctx.store.jobsExist(
+      waiting.map(({ task, attempt }) => missionQueue.toKey(attemptJobId(id, task.id, attempt, 'gate'))),
+    );
+    const lost = waiting.filter((_, i) => !found[i]);
     await enqueueAttempts(ctx, id, lost);
     for (const { task, attempt } of lost) repaired.push(`${id}/${task.id} a${attempt}`);
   }

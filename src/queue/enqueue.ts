@@ -3,7 +3,6 @@ import type { Logger } from '../shared/logger.js';
 import type { TaskSpec } from '../shared/mission.js';
 import { withSignature } from '../shared/signing.js';
 import type { MissionStore } from '../store/mission-store.js';
-import { listHosts, routableHosts } from '../store/registry.js';
 import { buildAttemptFlow } from './build-flow.js';
 import { type QueueSet, RETENTION } from './queues.js';
 import { type Route, routeTask } from './route.js';
@@ -45,7 +44,7 @@ export async function enqueueAttempts(
   options: { unlessCancelled?: boolean } = {},
 ): Promise<Route[]> {
   if (requested.length === 0) return [];
-  const hosts = routableHosts(await listHosts(ctx.store.redis, ctx.store.prefix));
+  const hosts = await ctx.store.liveHosts();
   const attempts = requested.map((item) =>
     item.cli && !item.task.cli ? { ...item, task: { ...item.task, cli: item.cli }, escalated: true } : item,
   );

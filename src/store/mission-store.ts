@@ -15,7 +15,7 @@ import type { Receipt } from '../shared/receipt.js';
 import type { RedisClient } from '../shared/redis.js';
 import { signPayload, verifyPayload } from '../shared/signing.js';
 import { controlChannel, handbackKey, lockKey, missionIndexKey, missionKeys } from './keys.js';
-import { listHosts, type RoutableHost, routableHosts } from './registry.js';
+import { type HostInfo, listHosts, type RoutableHost, routableHosts } from './registry.js';
 import {
   APPEND_AUDIT_SCRIPT,
   CANCEL_SCRIPT,
@@ -53,6 +53,13 @@ export interface MissionMeta {
   costUsd: number;
 }
 
+/** One mission as `missionRows` reads it: goal, status, createdAt, finishedAt, costUsd (null if gone). */
+export interface MissionRowRaw {
+  readonly id: string;
+  readonly meta: (string | null)[] | null;
+  readonly tasks: Readonly<Record<string, string>>;
+}
+
 export interface MissionRecord {
   meta: MissionMeta;
   spec: MissionSpec;
@@ -68,7 +75,7 @@ const HANDBACK_TTL_MS = 3_600_000;
  */
 export class MissionStore {
   constructor(
-    readonly redis: RedisClient,
+    private readonly redis: RedisClient,
     readonly prefix: string,
     private readonly secret?: string,
   ) {}
@@ -469,6 +476,46 @@ export class MissionStore {
   /** Takes a named lock for `ms` if nobody holds it (the sweep: one host at a time). */
   async tryLock(name: string, owner: string, ms: number): Promise<boolean> {
     return (await this.redis.set(lockKey(this.prefix, name), owner, 'PX', ms, 'NX')) === 'OK';
+  }
+
+  /** Every live host's registry entry, as `flotilla hosts` and the board show them. */
+  async hosts(): Promise<HostInfo[]> {
+    return listHosts(this.redis, this.prefix);
+  }
+
+  /** Which of these BullMQ job hashes exist, in one round trip (the sweep's lost-job probe). */
+  async jobsExist(jobKeys: readonly string[]): Promise<boolean[]> {
+    if (jobKeys.length === 0) return [];
+    const probe = this.redis.pipeline();
+    for (const key of jobKeys) probe.exists(key);
+    const replies = (await probe.exec()) ?? [];
+    return jobKeys.map((_, i) => replies[i]?.[1] === 1);
+  }
+
+  /**
+   * The newest missions' list fields and raw task states, in one pipelined round trip (the board's
+   * list page and every metrics scrape); the spec is not read.
+   */
+  async missionRows(limit: number): Promise<MissionRowRaw[]> {
+    const ids = await this.listMissions(limit);
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) {
+      const keys = missionKeys(this.prefix, id);
+      pipeline.hmget(keys.meta, 'goal', 'status', 'createdAt', 'finishedAt', 'costUsd');
+      pipeline.hgetall(keys.tasks);
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return ids.map((id, i) => {
+      const [metaError, meta] = replies[i * 2] ?? [];
+      const [tasksError, tasks] = replies[i * 2 + 1] ?? [];
+      const ok = !metaError && !tasksError && Array.isArray(meta);
+      return {
+        id,
+        meta: ok ? (meta as unknown[]).map((v) => (typeof v === 'string' ? v : null)) : null,
+        tasks: ok && tasks && typeof tasks === 'object' ? (tasks as Record<string, string>) : {},
+      };
+    });
   }
 
   /** The live hosts' routing view (advertised CLIs less disabled and cooling ones). */

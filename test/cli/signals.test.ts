@@ -62,7 +62,7 @@ function startRun(file: string, env: NodeJS.ProcessEnv): Running {
   return running;
 }
 
-async function until(check: () => boolean, what: string, ms = 60_000): Promise<void> {
+async function _until(check: () => boolean, what: string, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

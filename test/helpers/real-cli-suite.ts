@@ -4,7 +4,6 @@ import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseUsage, type UsageFormat } from '../../src/agent/usage.js';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
-import { listHosts } from '../../src/store/registry.js';
 import { type AgentCli, cliHome, hostEnvironment, setUpCli, writeFileTurn } from './agent-clis.js';
 import { ROOT, SIM_ADAPTERS, SIM_BIN, startCluster, type TestCluster } from './flotilla.js';
 import {
@@ -199,9 +198,7 @@ export function describeRealCli(spec: RealCli): void {
       });
       expect(limited.message).toContain('rate limited (attempt not counted, back to the queue)');
       expect(limited.message).toContain(spec.rateLimit.says);
-      const host = (await listHosts(cluster.client.store.redis, cluster.client.store.prefix)).find(
-        (h) => h.hostId === `${spec.cli}-429`,
-      );
+      const host = (await cluster.client.store.hosts()).find((h) => h.hostId === `${spec.cli}-429`);
       expect(host?.coolingDown.map((c) => c.cli)).toEqual([spec.cli]);
       const task = greetTask(await cluster.client.status(id));
       expect(task.attempts).toBe(1);
@@ -221,9 +218,7 @@ export function describeRealCli(spec: RealCli): void {
       expect(task.error).toContain(`run failed: ${spec.displayName}: `);
       const [run] = stage(await cluster.client.store.getAudit(status.id), 'run');
       expect(run?.message).toContain(spec.loginError.says);
-      const host = (await listHosts(cluster.client.store.redis, cluster.client.store.prefix)).find(
-        (h) => h.hostId === `${spec.cli}-401`,
-      );
+      const host = (await cluster.client.store.hosts()).find((h) => h.hostId === `${spec.cli}-401`);
       expect(host?.disabled.map((d) => d.cli)).toEqual([spec.cli]);
       expect(host?.disabled[0]?.reason).toContain(spec.loginError.says);
     });

@@ -54,7 +54,7 @@ describe('releasing dependents', () => {
     const approvedAt = Number(approved?.id.split('-')[0]);
     // … comes after the released tasks' run jobs were added (BullMQ stamps each job when added);
     // before, the gate wrote its log line and events first and enqueued after them.
-    const queues = new QueueSet(cluster.client.store.redis, cluster.config.prefix);
+    const queues = new QueueSet(cluster.client.redis, cluster.config.prefix);
     try {
       for (const dependent of ['b', 'c']) {
         const run = await queues
@@ -73,7 +73,7 @@ describe('releasing dependents', () => {
     await cluster.client.cancel(id);
     const record = await cluster.client.store.getMission(id);
     const [, y, z] = record.spec.tasks;
-    const queues = new QueueSet(cluster.client.store.redis, cluster.config.prefix);
+    const queues = new QueueSet(cluster.client.redis, cluster.config.prefix);
     const ctx = { store: cluster.client.store, queues, secret: undefined, logger: silentLogger() };
     const gate = (taskId: string) =>
       Job.fromId(queues.get(QUEUES.mission), attemptJobId(id, taskId, 1, 'gate'));

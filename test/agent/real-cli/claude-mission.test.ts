@@ -4,7 +4,6 @@ import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, MissionStatusJson } from '../../../src/shared/contracts.js';
-import { listHosts } from '../../../src/store/registry.js';
 import { ROOT, SIM_ADAPTERS, startCluster, type TestCluster } from '../../helpers/flotilla.js';
 import {
   type CapturedRequest,
@@ -317,7 +316,7 @@ describe('a mission on the real claude CLI', () => {
     const took = Date.parse(greet.finishedAt ?? '') - Date.parse(greet.startedAt ?? '');
     expect(took).toBeLessThan(120_000);
 
-    const hosts = await listHosts(c.client.store.redis, c.client.store.prefix);
+    const hosts = await c.client.store.hosts();
     const host = hosts.find((h) => h.hostId === 'claude-host');
     expect(host?.disabled).toEqual([{ cli: 'claude-code', reason: NOT_LOGGED_IN }]);
     expect(host?.clis.map((cli) => cli.cli)).toEqual(['flotilla-sim-reviewer']);
