@@ -20,8 +20,16 @@ export function sandboxedCommand(
   sandbox: Sandbox,
   run: { readonly command: string; readonly args: readonly string[]; readonly cwd: string },
   writable: readonly string[],
+  searchPath = '',
 ): { command: string; args: string[] } {
   const binds = writable.flatMap((path) => ['--bind', path, path]);
+  // The private /tmp hides the host's: a CLI installed under /tmp (a clone or a CI checkout there,
+  // its node_modules/.bin on PATH) would vanish. Each such tree comes back read-only.
+  const underTmp = [...searchPath.split(':'), run.command]
+    .filter((path) => path.startsWith('/tmp/'))
+    .map((path) => `/tmp/${path.slice(5).split('/')[0]}`)
+    .filter((path, i, all) => path !== '/tmp/' && all.indexOf(path) === i && existsSync(path));
+  const visible = underTmp.flatMap((path) => ['--ro-bind', path, path]);
   return {
     command: sandbox.bwrap,
     args: [
@@ -35,6 +43,7 @@ export function sandboxedCommand(
       // A private /tmp first, so a checkout under /tmp is bound on top of it, not hidden by it.
       '--tmpfs',
       '/tmp',
+      ...visible,
       ...binds,
       '--bind',
       run.cwd,

@@ -54,7 +54,12 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const before = guard ? await snapshotOrigin(originDir, exclude) : null;
   const started = Date.now();
   const { command, args } = input.sandbox
-    ? sandboxedCommand(input.sandbox, input, input.sandbox.writable)
+    ? sandboxedCommand(
+        input.sandbox,
+        input,
+        input.sandbox.writable,
+        input.env?.PATH ?? process.env.PATH ?? '',
+      )
     : { command: input.command, args: [...input.args] };
   const child = execa(command, args, {
     cwd: input.cwd,

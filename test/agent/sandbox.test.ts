@@ -14,6 +14,21 @@ import { indent, ROOT, sim, startCluster, type TestCluster } from '../helpers/fl
  */
 
 describe('sandboxedCommand', () => {
+  it('brings back, read-only, a tree under /tmp that holds a PATH entry or the command', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'flotilla-sandbox-path-'));
+    const bin = join(root, 'node_modules', '.bin');
+    const { args } = sandboxedCommand(
+      { bwrap: 'bwrap' },
+      { command: 'codex', args: [], cwd: '/tmp/work/c1' },
+      [],
+      `${bin}:/usr/bin:/tmp/does-not-exist-${process.pid}/bin`,
+    );
+    const at = args.indexOf('--tmpfs');
+    expect(args.slice(at, at + 5)).toEqual(['--tmpfs', '/tmp', '--ro-bind', root, root]);
+    expect(args.filter((a) => a.startsWith('/tmp/does-not-exist'))).toEqual([]);
+    await rm(root, { recursive: true, force: true });
+  });
+
   it('binds / read-only, then a private /tmp, the writable paths and the checkout last', () => {
     expect(
       sandboxedCommand({ bwrap: 'bwrap' }, { command: 'claude', args: ['-p'], cwd: '/tmp/work/c1' }, [
