@@ -2,6 +2,7 @@ import { type AgentRun, type InvokeInput, invokeAgent } from '../agent/invoke.js
 import type { Adapter } from '../shared/adapter.js';
 import { renderAuditEvent } from '../shared/audit.js';
 import type { HostContext } from './context.js';
+import { recordStage } from './record.js';
 
 /**
  * An agent run as a stage on this host starts it: the host records the CLI's process group,
@@ -46,12 +47,7 @@ export async function recordEscape(
     { missionId: ref.missionId, taskId: ref.taskId, attempt: ref.attempt, cli: adapter.cli },
     error,
   );
-  await ctx.store.audit(ref.missionId, {
-    at: new Date().toISOString(),
-    taskId: ref.taskId,
-    attempt: ref.attempt,
-    stage: ref.stage,
-    host: ctx.hostId,
+  await recordStage(ctx, ref, ref.stage, {
     cli: adapter.cli,
     event,
     ...(files ? { files: { ...files } } : {}),

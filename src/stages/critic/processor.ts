@@ -13,6 +13,7 @@ import { invokeOnHost, recordEscape } from '../agent-run.js';
 import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
+import { enterStage, recordStage } from '../record.js';
 import { giveBack } from '../run/choose-cli.js';
 import { acquireSlots } from '../slots.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
@@ -90,15 +91,12 @@ export async function reviewAttempt(
     });
     lease = checkout.lease;
     if (!checkout.claimed) await announceUnparked(ctx, missionId, attemptKey(missionId, taskId, attempt));
-    await ctx.store.mark(missionId, taskId, attempt, 'reviewing');
-    await ctx.store.emit({
-      missionId,
-      taskId,
-      attempt,
-      type: 'task',
-      status: 'reviewing',
-      message: `reviewing with ${adapter.displayName}`,
-    });
+    await enterStage(
+      ctx,
+      { missionId, taskId, attempt },
+      'reviewing',
+      `reviewing with ${adapter.displayName}`,
+    );
     const diff = await diffAgainstIntegration({ cache, missionId, branch: verify.run.branch ?? '' });
     const paths = dispatchPaths(adapter, `${taskId}-a${attempt}-review`);
     const prompt = buildReviewPrompt({
@@ -131,12 +129,7 @@ export async function reviewAttempt(
     const resultText = run.resultFileText ?? run.answer;
     const verdict = parseVerdict(resultText, task.minScore);
     if (usage?.costUsd) await ctx.store.addCost(missionId, usage.costUsd);
-    await ctx.store.audit(missionId, {
-      at: new Date().toISOString(),
-      taskId,
-      attempt,
-      stage: 'critic',
-      host: ctx.hostId,
+    await recordStage(ctx, { missionId, taskId, attempt }, 'critic', {
       cli: adapter.cli,
       event: {
         kind: 'critic',

@@ -10,6 +10,7 @@ import { commitAttempt } from '../../workspace/commit.js';
 import { snapshotChanges } from '../../workspace/snapshot-changes.js';
 import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
 import type { HostContext } from '../context.js';
+import { recordStage } from '../record.js';
 
 /** Run results travel in BullMQ's job return values, so their texts are capped (the audit keeps all). */
 const RESULT_TEXT_CAP = 2_000;
@@ -83,12 +84,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     await ctx.store.addCost(missionId, costUsd);
     await ctx.store.mark(missionId, task.id, attempt, null, { costUsd: input.costBefore + costUsd });
   }
-  await ctx.store.audit(missionId, {
-    at: new Date().toISOString(),
-    taskId: task.id,
-    attempt,
-    stage: 'run',
-    host: ctx.hostId,
+  await recordStage(ctx, { missionId, taskId: task.id, attempt }, 'run', {
     cli: adapter.cli,
     event: {
       kind: 'run',

@@ -13,6 +13,7 @@ import { poolPlace, runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, MISSION_CANCELLED } from '../job-guard.js';
 import { assertLockHeld } from '../lock-fence.js';
+import { recordStage } from '../record.js';
 import { acquireSlots } from '../slots.js';
 import { chooseCli, giveBack } from './choose-cli.js';
 import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
@@ -46,12 +47,7 @@ export async function runAttempt(
     // The gate stops retries once the budget is spent; this stops the attempts it did not start
     // (a dependent released by an approval, a retry enqueued while another task spent the rest).
     const error = `${overBudget}; attempt ${attempt} not started`;
-    await ctx.store.audit(missionId, {
-      at: new Date().toISOString(),
-      taskId,
-      attempt,
-      stage: 'run',
-      host: ctx.hostId,
+    await recordStage(ctx, { missionId, taskId, attempt }, 'run', {
       event: { kind: 'run-refused', reason: error },
     });
     return { ...base, outcome: 'failed', fatal: true, summary: error, error };
@@ -216,20 +212,13 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     ...(adapter.config.cooldown_ms !== undefined ? { cooldownMs: adapter.config.cooldown_ms } : {}),
     otherHostCanServe,
   });
-  const audit = {
-    at: new Date().toISOString(),
-    taskId,
-    attempt,
-    stage: 'run' as const,
-    host: ctx.hostId,
-    cli: adapter.cli,
-  };
+  const ref = { missionId, taskId, attempt };
   if (action.action === 'cool-down' && reply) {
     ctx.coolingUntil.set(adapter.cli, Date.now() + action.cooldownMs);
     log.warn({ cooldownMs: action.cooldownMs }, `${adapter.displayName} is rate limited: ${reply.message}`);
     await ctx.onAdvertisedChange();
-    await ctx.store.audit(missionId, {
-      ...audit,
+    await recordStage(ctx, ref, 'run', {
+      cli: adapter.cli,
       event: { kind: 'rate-limited', cli: adapter.cli, reply: reply.message, cooldownMs: action.cooldownMs },
     });
     await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
@@ -239,8 +228,8 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     ctx.disabled.set(adapter.cli, reply.message);
     log.error(`${adapter.displayName} is not usable on this host: ${reply.message}`);
     await ctx.onAdvertisedChange();
-    await ctx.store.audit(missionId, {
-      ...audit,
+    await recordStage(ctx, ref, 'run', {
+      cli: adapter.cli,
       event: {
         kind: 'cli-unusable',
         cli: adapter.cli,
@@ -258,12 +247,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     if (input.signal?.reason !== MISSION_CANCELLED)
       throw new Error(`CLI stopped: ${String(input.signal?.reason ?? 'aborted')}`);
     // The CLI did run: the audit, and the summary's count of agent runs, say so.
-    await ctx.store.audit(missionId, {
-      at: new Date().toISOString(),
-      taskId,
-      attempt,
-      stage: 'run',
-      host: ctx.hostId,
+    await recordStage(ctx, { missionId, taskId, attempt }, 'run', {
       cli: adapter.cli,
       event: {
         kind: 'run-cancelled',

@@ -6,6 +6,7 @@
 import type { RunResult } from '../../shared/contracts.js';
 import { describeSetupFailure, type SetupOutcome } from '../../workspace/warm-checkout.js';
 import type { HostContext } from '../context.js';
+import { recordStage } from '../record.js';
 
 export interface SetupFailedInput {
   readonly missionId: string;
@@ -18,12 +19,7 @@ export interface SetupFailedInput {
 
 export async function setupFailed(ctx: HostContext, input: SetupFailedInput): Promise<RunResult> {
   const { missionId, taskId, attempt, cli, setup } = input;
-  await ctx.store.audit(missionId, {
-    at: new Date().toISOString(),
-    taskId,
-    attempt,
-    stage: 'run',
-    host: ctx.hostId,
+  await recordStage(ctx, { missionId, taskId, attempt }, 'run', {
     cli,
     event: { kind: 'setup-failed', ...setup.failure },
     files: { 'setup.txt': setup.log },

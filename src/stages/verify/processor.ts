@@ -7,6 +7,7 @@ import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
 import { announceUnparked, poolPlace, runSetup } from '../checkout.js';
 import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned } from '../job-guard.js';
+import { enterStage, recordStage } from '../record.js';
 
 /** One criterion may take at most this long; the task's timeout caps it further. */
 const CRITERION_TIMEOUT_MS = 5 * 60_000;
@@ -56,15 +57,12 @@ export async function verifyAttempt(
   const { spec, meta } = await missionRecord(ctx, missionId);
   const task = spec.tasks.find((t) => t.id === taskId);
   if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
-  await ctx.store.mark(missionId, taskId, attempt, 'verifying');
-  await ctx.store.emit({
-    missionId,
-    taskId,
-    attempt,
-    type: 'task',
-    status: 'verifying',
-    message: `verifying ${task.exitCriteria.length} exit criteria`,
-  });
+  await enterStage(
+    ctx,
+    { missionId, taskId, attempt },
+    'verifying',
+    `verifying ${task.exitCriteria.length} exit criteria`,
+  );
   const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
   const key = attemptKey(missionId, taskId, attempt);
   // On the host that ran the attempt this is the run's own checkout, parked for us: no fetch, no checkout.
@@ -104,12 +102,7 @@ export async function verifyAttempt(
   }
   if (signal?.aborted) throw new Error(`verify stopped: ${String(signal.reason ?? 'aborted')}`);
   const passed = criteria.every(criterionPassed);
-  await ctx.store.audit(missionId, {
-    at: new Date().toISOString(),
-    taskId,
-    attempt,
-    stage: 'verify',
-    host: ctx.hostId,
+  await recordStage(ctx, { missionId, taskId, attempt }, 'verify', {
     event: {
       kind: 'verify',
       passed,
