@@ -3,6 +3,7 @@ import { attemptsByTask } from '../../src/board/audit-view.js';
 import { renderTask } from '../../src/board/mission-page.js';
 import type { AuditEntry } from '../../src/shared/contracts.js';
 import type { MissionSpec } from '../../src/shared/mission.js';
+import { missionSpec } from '../helpers/factories.js';
 
 /** The board says which tier and CLI each attempt ran with, and why it escalated. */
 
@@ -59,32 +60,11 @@ describe('board: tier, CLI and escalation per attempt', () => {
   });
 
   it("a task's section (small mission page, large mission's detail) shows them on each attempt", () => {
-    const spec: MissionSpec = {
-      goal: 'g',
-      workspace: '/w',
-      agents: {},
-      tasks: [
-        {
-          id: 't',
-          title: 'T',
-          description: '',
-          capability: 'code_implementation',
-          kind: 'coding',
-          languages: [],
-          frameworks: [],
-          dependsOn: [],
-          exitCriteria: ['true'],
-          files: [],
-          critic: false,
-          controlMode: 'guarded',
-          maxAttempts: 3,
-          timeoutMs: 1000,
-          minScore: 7,
-          backoffMs: 0,
-          escalate: ['tier', 'cli'],
-        },
-      ],
-    };
+    const spec: MissionSpec = missionSpec(
+      { t: [] },
+      { title: 'T', critic: false, timeoutMs: 1000, backoffMs: 0, escalate: ['tier', 'cli'] },
+      { workspace: '/w' },
+    );
     const task = spec.tasks[0];
     if (!task) throw new Error('no task');
     const views = attemptsByTask(audit).get('t') ?? [];

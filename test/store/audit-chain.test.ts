@@ -6,35 +6,15 @@ import type { MissionSpec } from '../../src/shared/mission.js';
 import { missionKeys } from '../../src/store/keys.js';
 import { type AuditInput, MissionStore } from '../../src/store/mission-store.js';
 import { SHA256_SCRIPT } from '../../src/store/scripts.js';
+import { missionSpec } from '../helpers/factories.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
 /** The chain as the Lua append script writes it, on a real Redis. */
 
-const spec: MissionSpec = {
-  goal: 'g',
-  workspace: '/tmp/x',
-  agents: {},
-  tasks: [
-    {
-      id: 't',
-      title: 't',
-      description: '',
-      capability: 'code_implementation',
-      kind: 'coding',
-      languages: [],
-      frameworks: [],
-      dependsOn: [],
-      exitCriteria: ['true'],
-      files: [],
-      critic: false,
-      controlMode: 'guarded',
-      maxAttempts: 3,
-      timeoutMs: 1000,
-      minScore: 7,
-      backoffMs: 10,
-    },
-  ],
-};
+const spec: MissionSpec = missionSpec(
+  { t: [] },
+  { title: 't', critic: false, timeoutMs: 1000, backoffMs: 10 },
+);
 
 describe('hash-chained audit trail in Redis', () => {
   let redis: RedisHandle;

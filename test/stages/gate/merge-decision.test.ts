@@ -6,27 +6,10 @@ import {
   formatConflictFeedback,
   type MergeOutcome,
 } from '../../../src/stages/gate/decide.js';
+import { taskSpec } from '../../helpers/factories.js';
 
 function task(overrides: Partial<TaskSpec> = {}): TaskSpec {
-  return {
-    id: 'mean',
-    title: 'Add mean()',
-    description: '',
-    capability: 'code_implementation',
-    kind: 'coding',
-    languages: [],
-    frameworks: [],
-    dependsOn: [],
-    exitCriteria: ['npm test'],
-    files: [],
-    critic: true,
-    controlMode: 'guarded',
-    maxAttempts: 3,
-    timeoutMs: 600_000,
-    minScore: 7,
-    backoffMs: 5_000,
-    ...overrides,
-  };
+  return taskSpec({ exitCriteria: ['npm test'], ...overrides });
 }
 
 const approve: GateDecision = { action: 'approve', score: 8 };
