@@ -1,6 +1,7 @@
+import type { AuditEntry, MissionStatusJson } from '../../shared/contracts.js';
 import { integrationBranch } from '../../shared/contracts.js';
 import type { ReceiptBody } from '../../shared/receipt.js';
-import type { MissionStore } from '../../store/mission-store.js';
+import type { MissionRecord, MissionStore } from '../../store/mission-store.js';
 import { buildReceipt } from './receipt.js';
 
 /**
@@ -13,11 +14,29 @@ export async function collectReceipt(
   missionId: string,
   integrationTip: string | null,
 ): Promise<ReceiptBody> {
-  const [{ meta, spec }, status, audit] = await Promise.all([
+  return receiptBody(await readMissionEnd(store, missionId), integrationTip);
+}
+
+/** What finalize and the receipt read of a finished mission: one read of each, the audit whole. */
+export interface MissionEnd {
+  readonly record: MissionRecord;
+  readonly status: MissionStatusJson;
+  readonly audit: readonly AuditEntry[];
+}
+
+export async function readMissionEnd(store: MissionStore, missionId: string): Promise<MissionEnd> {
+  const [record, status, audit] = await Promise.all([
     store.getMission(missionId),
     store.status(missionId),
     store.getAudit(missionId),
   ]);
+  return { record, status, audit };
+}
+
+export function receiptBody(end: MissionEnd, integrationTip: string | null): ReceiptBody {
+  const { meta, spec } = end.record;
+  const { status, audit } = end;
+  const missionId = meta.id;
   return buildReceipt({
     mission: {
       id: meta.id,

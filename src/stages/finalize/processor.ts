@@ -5,7 +5,7 @@ import { type Receipt, signReceipt } from '../../shared/receipt.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
-import { collectReceipt } from './collect-receipt.js';
+import { type MissionEnd, readMissionEnd, receiptBody } from './collect-receipt.js';
 import { formatSummary } from './summary.js';
 
 /**
@@ -19,17 +19,8 @@ export async function finalizeMission(
   assertSigned(ctx, job);
   const { missionId } = job.data;
   const status = await ctx.store.status(missionId);
-  const { meta } = await ctx.store.getMission(missionId);
-  const audit = await ctx.store.getAudit(missionId);
-  // CLI processes that really ran (a budget refusal or a route row spawned nothing), and on how many hosts.
-  const runs = audit.filter((entry) => spawnedCli(entry.event));
-  const spawned = runs.length;
-  const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
-  const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
-  await ctx.store.setMetaField(missionId, 'summary', summary);
-  await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
   // A re-delivered finalize (its host died after this line) writes the entry again; the receipt
-  // below is then built over both, so it still matches the trail it signs.
+  // is then built over both, so it still matches the trail it signs.
   await ctx.store.audit(missionId, {
     at: new Date().toISOString(),
     taskId: '',
@@ -37,7 +28,18 @@ export async function finalizeMission(
     stage: 'mission',
     event: { kind: 'mission', action: 'finished', status: status.status },
   });
-  await writeReceipt(ctx, missionId, meta.repo);
+  // One read of the finished trail serves the summary and the receipt (it can be tens of MB).
+  const end = await readMissionEnd(ctx.store, missionId);
+  const { meta } = end.record;
+  const audit = end.audit;
+  // CLI processes that really ran (a budget refusal or a route row spawned nothing), and on how many hosts.
+  const runs = audit.filter((entry) => spawnedCli(entry.event));
+  const spawned = runs.length;
+  const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
+  const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
+  await ctx.store.setMetaField(missionId, 'summary', summary);
+  await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
+  await writeReceipt(ctx, end);
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
   await ctx.store.publishControl({ type: 'finished', missionId });
@@ -46,12 +48,13 @@ export async function finalizeMission(
 }
 
 /** Builds the receipt over the finished trail, signs it when the host has a key, and stores it. */
-async function writeReceipt(ctx: HostContext, missionId: string, repo: string): Promise<void> {
-  const cache = await openRepoCache({ repo, cacheDir: ctx.cacheDir });
+async function writeReceipt(ctx: HostContext, end: MissionEnd): Promise<void> {
+  const missionId = end.record.meta.id;
+  const cache = await openRepoCache({ repo: end.record.meta.repo, cacheDir: ctx.cacheDir });
   const branch = integrationBranch(missionId);
   await cache.fetch([branch]);
   const tip = await cache.remoteCommit(branch);
-  const body = await collectReceipt(ctx.store, missionId, tip);
+  const body = receiptBody(end, tip);
   const receipt: Receipt = ctx.signingKey ? signReceipt(body, ctx.signingKey) : { ...body, signature: null };
   if (!ctx.signingKey) {
     ctx.logger.warn({ missionId }, 'FLOTILLA_SIGNING_KEY is not set: the mission receipt is not signed');
