@@ -6,9 +6,6 @@ import { connectOrFail } from '../../shared/redis.js';
 import { assertGitVersion } from '../../workspace/git.js';
 import type { Io } from '../io.js';
 
-/** How long a closed worker waits for its event loop to empty by itself before it exits anyway. */
-const EXIT_AFTER_CLOSE_MS = 1_000;
-
 /**
  * A worker host until signalled: the first SIGTERM/SIGINT stops taking jobs and gives running
  * CLIs the grace period; the second kills them at once so their jobs move to another host.
@@ -51,12 +48,9 @@ export async function worker(
     let signals = 0;
     // The signal that forced the stop, if a second one came: it decides the exit code.
     let forcedBy: string | undefined;
-    const leave = (code: number) => {
-      resolve(code);
-      // The host is closed; what may still hold the event loop is BullMQ's blocking connections
-      // retrying a Redis that is gone (they close only through Redis). A stopped worker must go.
-      setTimeout(() => process.exit(code), EXIT_AFTER_CLOSE_MS).unref();
-    };
+    // The host is closed; BullMQ's blocking connections retrying a Redis that is gone may still
+    // hold the event loop: bin/flotilla.js ends every returned command after a short linger.
+    const leave = (code: number) => resolve(code);
     const onSignal = (signal: string) => {
       signals++;
       if (signals === 1) {
