@@ -1,4 +1,4 @@
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { type AttemptRef, attemptJobId, finalizeJobId, JOBS } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { verifyPayload } from '../shared/signing.js';
@@ -33,4 +33,10 @@ function expectedJobId(job: Job): string | undefined {
   const stage = Object.values(JOBS).find((name) => name === job.name);
   if (!stage || stage === JOBS.finalize || !data.missionId || !data.taskId || !data.attempt) return undefined;
   return attemptJobId(data.missionId, data.taskId, data.attempt, stage);
+}
+
+/** Moves the job back to its queue for `delayMs` without spending a task attempt. */
+export async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
 }

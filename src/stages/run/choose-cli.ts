@@ -1,4 +1,3 @@
-import { DelayedError, type Job } from 'bullmq';
 import { matchCli } from '../../queue/match.js';
 import { QUEUES, type RunJobData } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
@@ -21,10 +20,4 @@ export function chooseCli(ctx: HostContext, data: RunJobData, task: TaskSpec): H
   );
   const chosen = match.adapter ?? servingQueue[0]?.adapter;
   return chosen ? (servingQueue.find((c) => c.adapter === chosen) ?? null) : null;
-}
-
-/** Moves the job back to its queue for `delayMs` without spending a task attempt. */
-export async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
-  await job.moveToDelayed(Date.now() + delayMs, token);
-  throw new DelayedError();
 }
