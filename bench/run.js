@@ -7,6 +7,7 @@
  *   node bench/run.js overhead --n 200 --runs 3 --critic both   # the sizes docs/BENCHMARKS.md reports
  *   node bench/run.js schedule --runs 3 --seed 7
  *   node bench/run.js scale --sizes 1000,2000,5000,10000 --e2e 300 --workers 2 --missions 200
+ *   node bench/run.js scale --sizes 0 --e2e 10000 --shape deep-wide --workers 20 --slots 1 --missions 0
  *   node bench/run.js recovery --runs 3 --locks default,30000:30000:15000
  *   node bench/run.js bullmq --jobs 10000           # raw BullMQ on this machine, for calibration
  *   node bench/run.js large-repo --repos empty,generated,linux --counts 8,40   # git cost on big trees
@@ -52,6 +53,12 @@ const { values, positionals } = parseArgs({
     workers: { type: 'string' },
     missions: { type: 'string' },
     'mission-tasks': { type: 'string' },
+    shape: { type: 'string' },
+    width: { type: 'string' },
+    window: { type: 'string' },
+    progress: { type: 'string' },
+    idle: { type: 'string' },
+    home: { type: 'string' },
     locks: { type: 'string' },
     repos: { type: 'string' },
     counts: { type: 'string' },
@@ -67,6 +74,10 @@ if (values.help) {
   overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
   schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
+            --shape wide|deep-wide --width 100 (deep-wide: layers of 100, e2e/100 deep, cross-linked)
+            --window N (per-window figures, default e2e/10) --progress N (stderr line every N tasks)
+            --idle S (Redis load with every host idle, default 20; 0 skips)  --sizes 0 skips submit + state
+            --home shared|own (one FLOTILLA_HOME for all worker processes, or one each)
   recovery  --runs 2 --locks default,30000:30000:15000   (default | lock ms[:stalled-check interval ms[:renew ms]])
             --blocks 5000,9000   instead: does an event-loop block that long hand a job to another host?
   bullmq    --jobs 10000 --runs 3
@@ -98,6 +109,12 @@ const options = {
   workers: int(values.workers),
   missions: int(values.missions),
   missionTasks: int(values['mission-tasks']),
+  shape: values.shape,
+  width: int(values.width),
+  window: int(values.window),
+  progress: int(values.progress),
+  idle: int(values.idle),
+  home: values.home,
   locks: values.locks?.split(','),
   repos: values.repos?.split(','),
   counts: list(values.counts),

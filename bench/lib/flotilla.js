@@ -74,13 +74,13 @@ function simBlock(steps, spaces = 6) {
 }
 
 /**
- * One task of a benchmark mission: the sim writes `<id>.txt` (after an optional sleep) and the one
- * exit criterion checks that file exists.
+ * One task of a benchmark mission: the sim writes `path` (default `<id>.txt`, after an optional
+ * sleep) and the one exit criterion checks that file exists.
  */
-export function taskYaml({ id, deps = [], sleepMs = 0, critic = false }) {
+export function taskYaml({ id, deps = [], sleepMs = 0, critic = false, path = `${id}.txt` }) {
   const steps = [];
   if (sleepMs > 0) steps.push(`- sleep: ${sleepMs}ms`);
-  steps.push(`- write: {path: ${id}.txt, content: "${id} done"}`);
+  steps.push(`- write: {path: ${path}, content: "${id} done"}`);
   if (critic) steps.push('- review: {score: 9}');
   return [
     `  - id: ${id}`,
@@ -88,7 +88,7 @@ export function taskYaml({ id, deps = [], sleepMs = 0, critic = false }) {
     '    capability: code_implementation',
     `    critic: ${critic}`,
     `    depends_on: [${deps.join(', ')}]`,
-    `    exit_criteria: ["test -f ${id}.txt"]`,
+    `    exit_criteria: ["test -f ${path}"]`,
     '    description: |',
     `      Benchmark task ${id}.`,
     '',

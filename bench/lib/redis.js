@@ -87,13 +87,18 @@ export async function startRedis() {
   };
 }
 
-function parseInfo(text) {
+export function parseInfo(text) {
   const out = {};
   for (const line of text.split('\r\n')) {
     const at = line.indexOf(':');
     if (at > 0 && !line.startsWith('#')) out[line.slice(0, at)] = line.slice(at + 1);
   }
   return out;
+}
+
+/** INFO's default sections (server, memory, stats, cpu, …) at once, as `{ field: value }` (strings). */
+export async function redisInfo(admin) {
+  return parseInfo(await admin.info());
 }
 
 export async function usedMemory(admin) {
