@@ -5,7 +5,8 @@
  * once its owner is gone, checkouts and all, while two live processes never share one (their
  * pools are in memory and would hand one checkout to two jobs).
  */
-import { mkdir, open, readdir, readFile, readlink, unlink } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readdir, readFile, readlink, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const claimed = new Set<string>();
@@ -54,21 +55,16 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
     const name = `p${n}`;
     const root = join(dir, name);
     const lock = join(dir, `${name}.lock`);
-    if (!(await slotFree(dir, name))) continue;
+    if (claimed.has(root)) continue;
     claimed.add(root);
-    // A dead owner's lock goes; of two processes racing for it, the exclusive create picks one.
-    const owner = await lockOwner(lock);
-    if (owner !== null) await unlink(lock).catch(() => undefined);
-    const handle = await open(lock, 'wx').catch(() => null);
-    if (!handle) {
+    const taken = await takeLock(lock).catch(() => null);
+    if (!taken) {
       claimed.delete(root);
       continue;
     }
-    await handle.writeFile(String(process.pid));
-    await handle.close();
     // A dead owner's agents may live on (a host killed with SIGKILL does not take its CLIs' process
     // groups along): they would write into checkouts this host hands to new attempts.
-    const orphans = owner !== null ? await killProcessesIn(root) : [];
+    const orphans = taken.from !== null ? await killProcessesIn(root) : [];
     return {
       orphansKilled: orphans,
       dir: root,
@@ -77,6 +73,59 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
         if ((await lockOwner(lock)) === process.pid) await unlink(lock).catch(() => undefined);
       },
     };
+  }
+}
+
+/**
+ * Takes lock file `lock` for this process, or says it is held by a live one (null). Two processes
+ * starting at once must never both take it (they would share checkouts and reset each other's
+ * work; bench/scale.js saw it with 20 workers on one FLOTILLA_HOME), so:
+ * - the lock appears whole: our pid is written to a file of our own and hard-linked into place,
+ *   which fails if a lock exists; nobody ever reads a half-written (empty) lock as a dead owner's;
+ * - a dead owner's lock is first moved aside under a name of our own, and what was moved is looked
+ *   at: a live pid means another process took the slot over between our read and the move, and
+ *   its lock goes back. Only then do we try to link ours, which one process alone wins.
+ * `from` is the dead owner whose lock was taken over, or null for a slot nobody held.
+ */
+async function takeLock(lock: string): Promise<{ from: number | null } | null> {
+  const mine = `${lock}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  await writeFile(mine, String(process.pid));
+  let from: number | null = null;
+  try {
+    for (let tries = 0; tries < 5; tries++) {
+      if (await linkNew(mine, lock)) return { from };
+      const owner = await lockOwner(lock);
+      if (owner === null) continue; // gone meanwhile: try again
+      if (processAlive(owner)) return null;
+      const aside = `${lock}.dead-${randomBytes(4).toString('hex')}`;
+      const moved = await rename(lock, aside).then(
+        () => true,
+        () => false,
+      );
+      if (!moved) continue;
+      const movedOwner = await lockOwner(aside);
+      if (movedOwner !== null && processAlive(movedOwner)) {
+        await link(aside, lock).catch(() => undefined);
+        await unlink(aside).catch(() => undefined);
+        return null;
+      }
+      await unlink(aside).catch(() => undefined);
+      from = movedOwner ?? owner;
+    }
+    return null;
+  } finally {
+    await unlink(mine).catch(() => undefined);
+  }
+}
+
+/** Hard-links `from` to `to`; false when `to` exists. */
+async function linkNew(from: string, to: string): Promise<boolean> {
+  try {
+    await link(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
   }
 }
 
