@@ -286,7 +286,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   serve(QUEUES.critic, (job, token, signal) => reviewAttempt(ctx, job, token, signal), slots);
   serve(
     QUEUES.mission,
-    (job) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job)),
+    (job, token) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job, token)),
     Math.max(2, slots),
   );
   await publish();

@@ -110,10 +110,20 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
     // Another host published first. A short random pause keeps two losers from colliding again in step.
     await new Promise((done) => setTimeout(done, Math.floor(Math.random() * 50 * attempt)));
   }
-  throw new FlotillaError(
-    'git/failed',
+  throw new IntegrationContended(
     `${cache.repo}: could not integrate into ${integrationBranch(missionId)}: ${maxTries} batches lost to concurrent integrations`,
   );
+}
+
+/**
+ * Other hosts kept publishing first: nothing is wrong with the attempt, the branch was busy. The
+ * gate hands its job back for later instead of failing it (many hosts gating at once lost 40
+ * batches in a row, bench/scale.js).
+ */
+export class IntegrationContended extends FlotillaError {
+  constructor(message: string) {
+    super('git/failed', message);
+  }
 }
 
 /** The integration tip and its tree, in one git call. */

@@ -14,6 +14,7 @@ import { FlotillaError } from '../shared/errors.js';
 import { type IntegrateAttemptOptions, type IntegrateResult, integrateBatch } from './integrate-batch.js';
 
 export type { IntegrateAttemptOptions, IntegrateResult } from './integrate-batch.js';
+export { IntegrationContended } from './integrate-batch.js';
 
 /**
  * At most this many merges in one batch. A batch is one compare-and-swap, so a lost race redoes all

@@ -5,8 +5,9 @@ import type { CriticResult, GateDecision, StageJobData } from '../../shared/cont
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { AuditInput, SettleOutcome } from '../../store/mission-store.js';
+import { IntegrationContended } from '../../workspace/integrate.js';
 import { type HostContext, missionRecord } from '../context.js';
-import { assertSigned } from '../job-guard.js';
+import { assertSigned, giveBack } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import { decideAfterMerge, decideBudget, decideGate, describeDecision, settlePatch } from './decide.js';
 import { escalateRetry } from './escalation.js';
@@ -18,7 +19,20 @@ import { mergeApproved } from './merge.js';
  * other gates for the branch), so a conflict is a failed attempt like any other. The state transition is one Lua script, applied once per attempt however often
  * this job runs; its effects (next flows, finalize) are idempotent adds with deterministic job ids.
  */
-export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Promise<{ action: string }> {
+/**
+ * How long a gate whose merge lost every compare-and-swap to other hosts waits before it tries
+ * again, without spending one of its job's attempts: a random pause, so the gates that lost
+ * together come back apart.
+ */
+export function contendedDelayMs(random = Math.random()): number {
+  return 1_000 + Math.floor(random * 2_000);
+}
+
+export async function gateAttempt(
+  ctx: HostContext,
+  job: Job<StageJobData>,
+  token?: string,
+): Promise<{ action: string }> {
   assertSigned(ctx, job);
   const { missionId, taskId, attempt } = job.data;
   const { spec, meta } = await missionRecord(ctx, missionId);
@@ -33,7 +47,17 @@ export async function gateAttempt(ctx: HostContext, job: Job<StageJobData>): Pro
   let decision = decideGate({ result, task, attempt, cancelled });
   let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
-    const merged = await mergeApproved(ctx, meta.repo, { missionId, taskId, attempt }, result.verify.run);
+    const merged = await mergeApproved(
+      ctx,
+      meta.repo,
+      { missionId, taskId, attempt },
+      result.verify.run,
+    ).catch((error: unknown) => {
+      // The branch was busy, the attempt is fine: try again later. Failing the job instead
+      // spent its attempts and, once they were gone, left the task verifying for ever.
+      if (error instanceof IntegrationContended) return giveBack(job, token, contendedDelayMs());
+      throw error;
+    });
     if (merged.ok) mergeCommit = merged.commit;
     decision = decideAfterMerge(decision, merged, task, attempt);
   }
