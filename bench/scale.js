@@ -195,6 +195,9 @@ async function startWorkers(config, redisUrl, count, slots, dir, home = 'shared'
           LOG_LEVEL: 'warn',
           [TAG_VARIABLE]: tag,
         },
+        // Not the repository: a host watches the repository it runs in for writes outside the
+        // agent's checkout (the origin guard), and edits to this checkout would fail its tasks.
+        cwd: dir,
         stdio: ['ignore', 'ignore', 'pipe'],
       },
     );
