@@ -6,7 +6,7 @@
  * pools are in memory and would hand one checkout to two jobs).
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readdir, readFile, readlink, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, readlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const claimed = new Set<string>();
@@ -82,37 +82,32 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
  * work; bench/scale.js saw it with 20 workers on one FLOTILLA_HOME), so:
  * - the lock appears whole: our pid is written to a file of our own and hard-linked into place,
  *   which fails if a lock exists; nobody ever reads a half-written (empty) lock as a dead owner's;
- * - a dead owner's lock is first moved aside under a name of our own, and what was moved is looked
- *   at: a live pid means another process took the slot over between our read and the move, and
- *   its lock goes back. Only then do we try to link ours, which one process alone wins.
+ * - a dead owner's lock is removed only by the holder of the slot's takeover mutex (`.takeover`,
+ *   taken the same way), after it read the lock again: while a dead owner's lock is in place no
+ *   fresh claim can succeed, so what it removes is that lock and never a live process's. A process
+ *   killed within the few milliseconds it holds the mutex leaves the slot to be skipped.
  * `from` is the dead owner whose lock was taken over, or null for a slot nobody held.
  */
 async function takeLock(lock: string): Promise<{ from: number | null } | null> {
   const mine = `${lock}.${process.pid}-${randomBytes(4).toString('hex')}`;
   await writeFile(mine, String(process.pid));
-  let from: number | null = null;
   try {
-    for (let tries = 0; tries < 5; tries++) {
-      if (await linkNew(mine, lock)) return { from };
-      const owner = await lockOwner(lock);
-      if (owner === null) continue; // gone meanwhile: try again
-      if (processAlive(owner)) return null;
-      const aside = `${lock}.dead-${randomBytes(4).toString('hex')}`;
-      const moved = await rename(lock, aside).then(
-        () => true,
-        () => false,
-      );
-      if (!moved) continue;
-      const movedOwner = await lockOwner(aside);
-      if (movedOwner !== null && processAlive(movedOwner)) {
-        await link(aside, lock).catch(() => undefined);
-        await unlink(aside).catch(() => undefined);
-        return null;
+    if (await linkNew(mine, lock)) return { from: null };
+    const owner = await lockOwner(lock);
+    if (owner === null) return (await linkNew(mine, lock)) ? { from: null } : null;
+    if (processAlive(owner)) return null;
+    const mutex = `${lock}.takeover`;
+    if (!(await linkNew(mine, mutex))) return null;
+    try {
+      const current = await lockOwner(lock);
+      if (current !== null) {
+        if (processAlive(current)) return null;
+        await unlink(lock);
       }
-      await unlink(aside).catch(() => undefined);
-      from = movedOwner ?? owner;
+      return (await linkNew(mine, lock)) ? { from: current } : null;
+    } finally {
+      await unlink(mutex).catch(() => undefined);
     }
-    return null;
   } finally {
     await unlink(mine).catch(() => undefined);
   }
