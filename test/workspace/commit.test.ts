@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptRef } from '../../src/shared/contracts.js';
-import { checkoutAttempt } from '../../src/workspace/attempt-checkout.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
 import { importPath, importStream } from '../../src/workspace/fast-import.js';
 import { runGit } from '../../src/workspace/git.js';
 import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
+import { checkoutAttempt } from '../helpers/checkouts.js';
 
 /**
  * An attempt's commits are written by `git fast-import` from the paths `git status` listed (no
