@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlotillaError } from '../shared/errors.js';
 import { type ImportEntry, importStream } from './fast-import.js';
@@ -33,6 +33,11 @@ export interface CommitAttemptOptions {
   readonly author?: string;
   /** The checkout as the caller last read it (readWorktree()), so the tree is walked once per attempt. */
   readonly worktree?: WorktreeState;
+  /**
+   * The mission repo, when it is a local path (not a URL): the same commits are then written into
+   * it directly and its ref set in the same step, instead of a `git push` from the checkout.
+   */
+  readonly localRepo?: string;
 }
 
 export interface CommitAttemptResult {
@@ -75,24 +80,22 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
 
   const identity = await cachedCommitIdentity(dir);
   const time = Math.floor(Date.now() / 1000);
-  const common = {
-    ref: 'HEAD',
-    committer: identity.committer,
-    author: options.author ?? identity.author,
-    time,
-  };
-  const stream = importStream([
-    { ...common, mark: 1, parent: base, message: options.message, entries: work.entries },
-    {
-      ...common,
-      mark: 2,
-      parent: ':1',
-      message: `${options.message.split('\n')[0]} (dispatch files)`,
-      entries: dispatch.entries,
-    },
-  ]);
-  const imported = await runGit(['fast-import', '--quiet', '--done', '--force'], { cwd: dir, input: stream });
-  const [workCommit = '', commit = ''] = imported.stdout.trim().split('\n');
+  const common = { committer: identity.committer, author: options.author ?? identity.author, time };
+  // The same objects, so the same commit ids, written to a named ref: the checkout's HEAD here,
+  // the attempt's ref in a local mission repo.
+  const streamFor = (ref: string) =>
+    importStream([
+      { ...common, ref, mark: 1, parent: base, message: options.message, entries: work.entries },
+      {
+        ...common,
+        ref,
+        mark: 2,
+        parent: ':1',
+        message: `${options.message.split('\n')[0]} (dispatch files)`,
+        entries: dispatch.entries,
+      },
+    ]);
+  const [workCommit = '', commit = ''] = await fastImport(dir, streamFor('HEAD'));
   // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
   const staged = [...work.paths, ...dispatch.paths];
   if (staged.length > 0) {
@@ -102,8 +105,36 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
     });
   }
   const changed = agentCommitted ? await treesDiffer(dir, base, workCommit) : work.entries.length > 0;
-  await pushRef({ dir, ref: options.ref, commit });
+  const target = fullRef(options.ref);
+  const published =
+    options.localRepo !== undefined &&
+    (await fastImport(options.localRepo, streamFor(target)).then(
+      (ids) => ids[1] === commit,
+      () => removeCrashReports(options.localRepo ?? '').then(() => false),
+    ));
+  // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
+  if (!published) await pushRef({ dir, ref: options.ref, commit });
   return { commit, workCommit, changed, ref: options.ref };
+}
+
+/** Runs one import stream in `cwd`; the ids of its commits, in order. */
+async function fastImport(cwd: string, stream: Buffer): Promise<string[]> {
+  const imported = await runGit(['fast-import', '--quiet', '--done', '--force'], { cwd, input: stream });
+  return imported.stdout.trim().split('\n');
+}
+
+/** A failed fast-import leaves `fast_import_crash_<pid>` in the git dir: not in the user's repository. */
+async function removeCrashReports(repo: string): Promise<void> {
+  for (const gitDir of [join(repo, '.git'), repo]) {
+    const names = await readdir(gitDir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.startsWith('fast_import_crash_'))) {
+      await rm(join(gitDir, name), { force: true }).catch(() => undefined);
+    }
+  }
+}
+
+function fullRef(ref: string): string {
+  return ref.startsWith('refs/') ? ref : `refs/heads/${ref}`;
 }
 
 interface ReadEntries {
@@ -168,8 +199,13 @@ export interface PushRefOptions {
  * to replace what an earlier delivery pushed.
  */
 export async function pushRef(options: PushRefOptions): Promise<void> {
-  const target = options.ref.startsWith('refs/') ? options.ref : `refs/heads/${options.ref}`;
-  const args = ['push', '--force', '--quiet', 'origin', `${options.commit ?? 'HEAD'}:${target}`];
+  const args = [
+    'push',
+    '--force',
+    '--quiet',
+    'origin',
+    `${options.commit ?? 'HEAD'}:${fullRef(options.ref)}`,
+  ];
   await retryOnLockContention(
     () => runGit([...NO_HOOKS, ...args], { cwd: options.dir, allowFailure: true }),
     (result) => describeGitFailure(args, result),

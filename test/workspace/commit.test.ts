@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -245,6 +245,45 @@ describe('commitAttempt', () => {
       'dir\nthing/now-a-folder.txt',
     );
     expect(await git(checkout.dir, 'status', '--porcelain')).toBe('');
+    await removeWorktree(checkout.dir);
+  });
+
+  it('writes the attempt straight into a local mission repo, without a push', async () => {
+    const { prepared, checkout } = await checkoutOf('c4', { 'a.txt': 'a\n' });
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    // Any push from this checkout now fails: the commit must reach the mission repo another way.
+    await runGit(['config', 'remote.origin.pushurl', join(root, 'no-such-repo')], { cwd: checkout.dir });
+    const ref = attemptRef('c4', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      localRepo: prepared.repo,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref, `${ref}^`)).toBe(
+      `${committed.commit}\n${committed.workCommit}`,
+    );
+    expect(await git(checkout.dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    await removeWorktree(checkout.dir);
+  });
+
+  it('pushes when the local mission repo cannot take the commits, and leaves no crash report there', async () => {
+    const { prepared, checkout } = await checkoutOf('c5', { 'a.txt': 'a\n' });
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    // A repository without the base commit (the mission repo was rewritten, say).
+    const stranger = scratch('stranger');
+    await runGit(['init', '--quiet', '--bare', stranger]);
+    const ref = attemptRef('c5', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      localRepo: stranger,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(committed.commit);
+    expect((await readdir(stranger)).filter((name) => name.startsWith('fast_import_crash_'))).toEqual([]);
     await removeWorktree(checkout.dir);
   });
 });

@@ -25,6 +25,8 @@ export interface FinishInput {
   readonly dir: string;
   /** The integration commit the checkout started from; commits the agent made are folded into one. */
   readonly baseCommit?: string;
+  /** The mission repo when it is a local path: the attempt is written into it without a push. */
+  readonly localRepo?: string;
   readonly paths: DispatchPaths;
   readonly prompt: string;
   readonly run: AgentRun;
@@ -80,6 +82,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     dir,
     ref: branch,
     worktree,
+    ...(input.localRepo ? { localRepo: input.localRepo } : {}),
     ...(input.baseCommit ? { baseCommit: input.baseCommit } : {}),
     message: `flotilla: ${task.id} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
   });
