@@ -26,7 +26,10 @@ export interface CheckpointWriterOptions {
   /** The commit the attempt started from: every checkpoint's parent, whatever the agent committed. */
   readonly baseCommit: string;
   readonly message: string;
-  /** The tree of the checkpoint this run resumed from: the same tree again is not saved. */
+  /**
+   * The tree of the checkpoint this run resumed from: the same tree again is not saved. Default:
+   * the base's tree, so a checkout nothing changed in yet is not saved either.
+   */
   readonly previousTree?: string;
   /** Throws when this host may no longer publish the attempt's work (stages/lock-fence.ts). */
   readonly beforePublish?: () => Promise<void>;
@@ -49,12 +52,21 @@ export interface CheckpointWriter {
  */
 export function checkpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
   const { dir } = options;
-  let indexPath: Promise<string> | undefined;
+  // Asked once per run: where the agent's index is, and the base's tree (nothing changed yet).
+  let facts: Promise<{ index: string; baseTree: string }> | undefined;
   let lastTree = options.previousTree;
   return {
     async save() {
-      indexPath ??= readGit(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd: dir });
-      const tree = await snapshotTree(dir, options.baseCommit, await indexPath);
+      facts ??= readGit(
+        ['rev-parse', '--path-format=absolute', '--git-path', 'index', `${options.baseCommit}^{tree}`],
+        { cwd: dir },
+      ).then((out) => {
+        const [index = '', baseTree = ''] = out.split('\n');
+        return { index, baseTree };
+      });
+      const { index, baseTree } = await facts;
+      lastTree ??= baseTree;
+      const tree = await snapshotTree(dir, options.baseCommit, index);
       if (tree === lastTree) return 'unchanged';
       const commit = await readGit(
         [

@@ -74,6 +74,17 @@ describe('checkpoints', () => {
     const a = await host(repo);
     const lease = await leaseCheckout(a.pool, base, undefined);
     const work = lease.dir;
+    const writer = checkpointWriter({
+      dir: work,
+      ref,
+      baseCommit: base,
+      message: 'flotilla checkpoint: build',
+    });
+    // Nothing changed yet: nothing is saved.
+    expect(await writer.save()).toBe('unchanged');
+    expect(
+      (await runGit(['rev-parse', '--verify', '--quiet', ref], { cwd: repo, allowFailure: true })).exitCode,
+    ).toBe(1);
     await writeFile(join(work, 'src', 'edit.txt'), 'changed by the agent\n');
     await writeFile(join(work, 'src', 'new.txt'), 'written by the agent\n');
     await rm(join(work, 'src', 'gone.txt'));
@@ -84,13 +95,6 @@ describe('checkpoints', () => {
     await git(work, 'add', 'src/edit.txt');
     const stagedBefore = await git(work, 'diff', '--cached', '--name-status');
     const indexBefore = await indexFingerprint(work);
-
-    const writer = checkpointWriter({
-      dir: work,
-      ref,
-      baseCommit: base,
-      message: 'flotilla checkpoint: build',
-    });
     const saved = await writer.save();
     if (saved === 'unchanged') throw new Error('expected a checkpoint');
 
