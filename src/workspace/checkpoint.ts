@@ -46,9 +46,9 @@ export interface CheckpointWriter {
 }
 
 /**
- * A writer for one run's checkpoints. Per checkpoint: the agent's index copied (only as a cache of
- * file stats, so unchanged files are not read again), `read-tree` of the base into the copy,
- * `add -A`, `write-tree`; then, when the tree changed, `commit-tree` on the base and a push.
+ * A writer for one run's checkpoints. Per checkpoint: the agent's index copied, `add --all`,
+ * `rm --cached` of the dispatch files, `write-tree`; then, when the tree changed, `commit-tree` on
+ * the base and a push.
  */
 export function checkpointWriter(options: CheckpointWriterOptions): CheckpointWriter {
   const { dir } = options;
@@ -66,7 +66,7 @@ export function checkpointWriter(options: CheckpointWriterOptions): CheckpointWr
       });
       const { index, baseTree } = await facts;
       lastTree ??= baseTree;
-      const tree = await snapshotTree(dir, options.baseCommit, index);
+      const tree = await snapshotTree(dir, index);
       if (tree === lastTree) return 'unchanged';
       const commit = await readGit(
         [
@@ -89,20 +89,22 @@ export function checkpointWriter(options: CheckpointWriterOptions): CheckpointWr
 }
 
 /**
- * The checkout's work as a tree object, through a temporary index beside the agent's. The base
- * is read into it first, so whatever the agent staged or committed, the tree is the files on disk
- * (`.planning/dispatch/` as the base has it: flotilla's prompt and result never become work).
+ * The checkout's work as a tree object, through a temporary index: a copy of the agent's (so git
+ * reads again only the files whose stats changed), then `add --all`, which makes it the files on
+ * disk whatever the agent staged or committed, then `.planning/dispatch/` out of it, should the
+ * agent have staged flotilla's prompt or result: they are never work.
  */
-async function snapshotTree(dir: string, baseCommit: string, agentIndex: string): Promise<string> {
+async function snapshotTree(dir: string, agentIndex: string): Promise<string> {
   const temporary = `${agentIndex}.flotilla-checkpoint`;
   // A missing index (a checkout git never indexed) only means every file is read once.
   await copyFile(agentIndex, temporary).catch(() => rm(temporary, { force: true }));
   const env = { GIT_INDEX_FILE: temporary, GIT_OPTIONAL_LOCKS: '0' };
   try {
-    // --reset: like -m (stats kept for entries that match), and a half-done merge of the agent's
-    // (unmerged entries) does not stop it.
-    await runGit(['read-tree', '--reset', baseCommit], { cwd: dir, env });
     await runGit(['add', '--all', '--', ...WORK_PATHS], { cwd: dir, env });
+    await runGit(['rm', '-r', '--cached', '--quiet', '--ignore-unmatch', '--', DISPATCH_DIR], {
+      cwd: dir,
+      env,
+    });
     return await readGit(['write-tree'], { cwd: dir, env });
   } finally {
     await rm(temporary, { force: true });

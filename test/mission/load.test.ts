@@ -78,7 +78,14 @@ describe('loadMission on a valid file', () => {
   ])('reads the checkpoint interval from %j', async (line, expected) => {
     const file = await write(
       'mission.yaml',
-      yaml('goal: g', ...(line ? [line] : []), 'tasks:', '  - id: a', '    title: A', '    exit_criteria: [x]'),
+      yaml(
+        'goal: g',
+        ...(line ? [line] : []),
+        'tasks:',
+        '  - id: a',
+        '    title: A',
+        '    exit_criteria: [x]',
+      ),
     );
     const { mission, problems } = await loadMission(file);
     expect(problems).toEqual([]);

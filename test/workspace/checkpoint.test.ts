@@ -123,6 +123,9 @@ describe('checkpoints', () => {
     expect(second.commit).not.toBe(saved.commit);
     expect(await git(repo, 'rev-parse', `${ref}^`)).toBe(base);
     expect(await git(repo, 'show', `${ref}:src/later.txt`)).toBe('after the first checkpoint');
+    // The agent's `git add -A` staged and committed flotilla's prompt file too: never work.
+    expect(await git(work, 'ls-files', '.planning')).toBe('.planning/dispatch/build-a1-PROMPT.md');
+    expect(await git(repo, 'ls-tree', '-r', '--name-only', ref)).not.toContain('.planning');
     // A host crash: A's checkout is never released, A never runs again.
 
     // Host B resumes.
