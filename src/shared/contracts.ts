@@ -45,15 +45,6 @@ export function integrationBranch(missionId: string): string {
   return `flotilla/${missionId}`;
 }
 
-/**
- * The name of an attempt's branch in a host's own cache clone, where its checkout works. It is a
- * sibling of the integration branch, not below it: git cannot hold a ref `flotilla/<m>` and refs
- * under `flotilla/<m>/` at once. It is never published; the mission repo gets attemptRef().
- */
-export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
-  return `flotilla/${missionId}.${taskId}.a${attempt}`;
-}
-
 /** Where attempt refs live in the mission repo: outside `refs/heads/`, so `git branch` never lists them. */
 export const ATTEMPT_REF_PREFIX = 'refs/flotilla/';
 

@@ -12,7 +12,7 @@ export interface GitOptions {
   /** Extra environment; merged over the cleaned process environment. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Bytes written to git's stdin. */
-  readonly input?: string;
+  readonly input?: string | Uint8Array;
   /** When true, a non-zero exit is returned instead of thrown. */
   readonly allowFailure?: boolean;
   /** Output above this many bytes is cut and `truncated` is set; the command is not failed for it. */
@@ -167,6 +167,38 @@ export function cachedIdentityArgs(cwd: string): Promise<string[]> {
     identity = identityArgs(cwd);
     identities.set(cwd, identity);
     identity.catch(() => identities.delete(cwd));
+  }
+  return identity;
+}
+
+/** `Name <email>` for a commit's author and committer lines; the date is added when committing. */
+export interface CommitIdentity {
+  readonly author: string;
+  readonly committer: string;
+}
+
+/** `git var GIT_*_IDENT` without its date; null when git has no identity to offer. */
+async function ident(cwd: string, variable: 'GIT_AUTHOR_IDENT' | 'GIT_COMMITTER_IDENT') {
+  const result = await runGit(['var', variable], { cwd, allowFailure: true });
+  if (result.exitCode !== 0) return null;
+  return result.stdout.trim().replace(/ \d+ [+-]\d{4}$/, '');
+}
+
+/**
+ * The identity `git commit` would use in `cwd` (config, then `GIT_AUTHOR_*`/`GIT_COMMITTER_*`),
+ * or flotilla's fallback where git has none; asked once per directory, like cachedIdentityArgs().
+ */
+const commitIdentities = new Map<string, Promise<CommitIdentity>>();
+
+export function cachedCommitIdentity(cwd: string): Promise<CommitIdentity> {
+  let identity = commitIdentities.get(cwd);
+  if (!identity) {
+    const fallback = `${FALLBACK_IDENTITY.name} <${FALLBACK_IDENTITY.email}>`;
+    identity = Promise.all([ident(cwd, 'GIT_AUTHOR_IDENT'), ident(cwd, 'GIT_COMMITTER_IDENT')]).then(
+      ([author, committer]) => ({ author: author ?? fallback, committer: committer ?? fallback }),
+    );
+    commitIdentities.set(cwd, identity);
+    identity.catch(() => commitIdentities.delete(cwd));
   }
   return identity;
 }

@@ -6,7 +6,7 @@ import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/co
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
-import { openRepoCache } from '../../workspace/repo-cache.js';
+import { isRepoUrl, openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey } from '../../workspace/stage-checkout.js';
 import { invokeOnHost, recordEscape } from '../agent-run.js';
 import { runSetup } from '../checkout.js';
@@ -126,6 +126,7 @@ export async function runAttempt(
       cli: chosen,
       dir: checkout.dir,
       baseCommit: checkout.baseCommit,
+      ...(isRepoUrl(meta.repo) ? {} : { localRepo: meta.repo }),
       startedAt,
       setupLog: setup.ran ? setup.log : undefined,
       checkpoints: { intervalMs, wip, ...(checkout.resumed ? { resumedTree: checkout.resumed.tree } : {}) },
@@ -149,6 +150,8 @@ interface RunInput {
   readonly dir: string;
   /** The integration commit the checkout started from. */
   readonly baseCommit: string;
+  /** The mission repo when it is a local path. */
+  readonly localRepo?: string;
   readonly startedAt: number;
   /** The output of setup when it ran for this attempt, for the audit trail. */
   readonly setupLog?: string | undefined;
@@ -304,6 +307,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     adapter,
     dir,
     baseCommit: input.baseCommit,
+    ...(input.localRepo ? { localRepo: input.localRepo } : {}),
     paths,
     prompt,
     run,
