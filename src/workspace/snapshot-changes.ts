@@ -20,6 +20,11 @@ export interface WorktreeState {
   readonly head: string | null;
   /** Changed, deleted and untracked paths (not ignored ones), `.planning/` included, each once. */
   readonly changes: readonly ChangedFile[];
+  /**
+   * Untracked paths git ignores, as `git status --ignored=matching` lists them: a directory an
+   * ignore pattern matches as one entry ending in `/` (`node_modules/`), else each file.
+   */
+  readonly ignored: readonly string[];
 }
 
 /** Fields before the path in porcelain v2's records: `1 XY sub mH mI mW hH hI path`, and so on. */
@@ -28,12 +33,13 @@ const FIELDS_BEFORE_PATH: Readonly<Record<string, number>> = { '1': 8, '2': 9, u
 /**
  * Parses `git status --porcelain=v2 -z --branch`. A rename or copy record (`2`) is followed by its
  * source path, which counts as changed too (it was deleted or read from); both sides are reported.
- * Ignored records (`!`) are left out.
+ * Ignored records (`!`) are listed apart.
  */
 export function parsePorcelainV2Z(output: string): WorktreeState {
   const records = output.split('\0');
   let head: string | null = null;
   const changes: ChangedFile[] = [];
+  const ignored: string[] = [];
   const seen = new Set<string>();
   const add = (path: string, untracked: boolean) => {
     if (path === '' || seen.has(path)) return;
@@ -54,17 +60,28 @@ export function parsePorcelainV2Z(output: string): WorktreeState {
     for (let n = 0; n < fields && start !== -1; n++) start = record.indexOf(' ', start + 1);
     if (start === -1) continue;
     const path = record.slice(start + 1);
-    if (kind === '!') continue;
+    if (kind === '!') {
+      ignored.push(path);
+      continue;
+    }
     add(path, kind === '?');
     if (kind === '2') add(records[++i] ?? '', false);
   }
-  return { head, changes };
+  return { head, changes, ignored };
 }
 
-/** One walk of the checkout: its HEAD and every changed path, `.planning/` included. */
+/** One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git ignores. */
 export async function readWorktree(dir: string): Promise<WorktreeState> {
   const { stdout } = await runGit(
-    ['status', '--porcelain=v2', '-z', '--branch', '--untracked-files=all', '--no-renames'],
+    [
+      'status',
+      '--porcelain=v2',
+      '-z',
+      '--branch',
+      '--untracked-files=all',
+      '--ignored=matching',
+      '--no-renames',
+    ],
     {
       cwd: dir,
       // status refreshes the index opportunistically; that lock would collide with the agent's own git use.

@@ -178,14 +178,16 @@ describe('parsePorcelainV2Z', () => {
         { path: '"q".ts', untracked: false },
         { path: 'both.txt', untracked: false },
       ],
+      ignored: ['build/'],
     });
   });
 
   it('returns nothing for a clean tree, and no HEAD before the first commit', () => {
-    expect(parsePorcelainV2Z(`# branch.oid ${oid}\0`)).toEqual({ head: oid, changes: [] });
+    expect(parsePorcelainV2Z(`# branch.oid ${oid}\0`)).toEqual({ head: oid, changes: [], ignored: [] });
     expect(parsePorcelainV2Z('# branch.oid (initial)\0? a\0')).toEqual({
       head: null,
       changes: [{ path: 'a', untracked: true }],
+      ignored: [],
     });
   });
 });

@@ -8,6 +8,7 @@ import { attemptRef, type RunResult } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import { commitAttempt } from '../../workspace/commit.js';
 import { agentChanges, changedPaths, readWorktree } from '../../workspace/snapshot-changes.js';
+import { noteLeftIgnored } from '../../workspace/warm-checkout.js';
 import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
 import type { HostContext } from '../context.js';
 import { recordStage } from '../record.js';
@@ -86,6 +87,8 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     ...(input.baseCommit ? { baseCommit: input.baseCommit } : {}),
     message: `flotilla: ${task.id} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
   });
+  // The verify that continues in this checkout cleans by this listing instead of a walk of its own.
+  await noteLeftIgnored(dir, committed.commit, worktree.ignored);
   const costUsd = run.usage?.costUsd;
   if (costUsd) {
     await ctx.store.addCost(missionId, costUsd);
