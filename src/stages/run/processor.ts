@@ -14,11 +14,11 @@ import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
 import { assertLockHeld } from '../lock-fence.js';
 import { recordStage } from '../record.js';
+import { applyReply, decideReply, NO_CLI_GIVE_BACK_MS, otherCliCanServe } from '../reply.js';
 import { acquireSlots } from '../slots.js';
 import { checkpointIntervalMs, mayHaveCheckpoint } from './checkpoint-plan.js';
 import { dropCheckpoint, startCheckpoints, type WipState } from './checkpoints.js';
 import { chooseCli } from './choose-cli.js';
-import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
 import { finishRun } from './finish.js';
 import { assemblePrompt } from './prompt.js';
 import { gatherPromptFacts } from './prompt-input.js';
@@ -234,45 +234,14 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
   }
 
   const reply = run.replyClass;
-  const otherHostCanServe =
-    reply?.kind === 'auth' &&
-    (await ctx.store.liveHosts()).some((h) =>
-      h.clis.some(
-        (c) =>
-          c.capabilities.includes(job.data.capability) && (h.hostId !== ctx.hostId || c.cli !== adapter.cli),
-      ),
-    );
   const action = decideReply(reply, {
     cliName: adapter.displayName,
     ...(adapter.config.cooldown_ms !== undefined ? { cooldownMs: adapter.config.cooldown_ms } : {}),
-    otherHostCanServe,
+    otherHostCanServe:
+      reply?.kind === 'auth' && (await otherCliCanServe(ctx, job.data.capability, adapter.cli)),
   });
-  const ref = { missionId, taskId, attempt };
-  if (action.action === 'cool-down' && reply) {
-    ctx.coolingUntil.set(adapter.cli, Date.now() + action.cooldownMs);
-    log.warn({ cooldownMs: action.cooldownMs }, `${adapter.displayName} is rate limited: ${reply.message}`);
-    await ctx.onAdvertisedChange();
-    await recordStage(ctx, ref, 'run', {
-      cli: adapter.cli,
-      event: { kind: 'rate-limited', cli: adapter.cli, reply: reply.message, cooldownMs: action.cooldownMs },
-    });
-    await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
-    return await giveBack(job, input.token, action.giveBackMs);
-  }
-  if ((action.action === 'hand-over' || action.action === 'fail') && reply) {
-    ctx.disabled.set(adapter.cli, reply.message);
-    log.error(`${adapter.displayName} is not usable on this host: ${reply.message}`);
-    await ctx.onAdvertisedChange();
-    await recordStage(ctx, ref, 'run', {
-      cli: adapter.cli,
-      event: {
-        kind: 'cli-unusable',
-        cli: adapter.cli,
-        cliName: adapter.displayName,
-        reply: reply.message,
-        handedOver: action.action === 'hand-over',
-      },
-    });
+  if (action.action !== 'none' && reply) {
+    await applyReply(ctx, { missionId, taskId, attempt }, 'run', adapter, reply, action);
     if (action.action === 'fail') return failed(`${adapter.displayName} cannot run`, action.error, true);
     await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
     return await giveBack(job, input.token, action.giveBackMs);
