@@ -58,6 +58,19 @@ export function attemptRef(missionId: string, taskId: string, attempt: number): 
   return `${ATTEMPT_REF_PREFIX}${missionId}/${taskId}/a${attempt}`;
 }
 
+/** Where checkpoints of running attempts live in the mission repo (docs/RECOVERY.md, "Checkpoints"). */
+export const CHECKPOINT_REF_PREFIX = 'refs/flotilla-wip/';
+
+/**
+ * An attempt's work-in-progress ref: the last checkpoint of its running CLI's checkout, deleted
+ * once the attempt's own commit is pushed. A tree of its own beside `refs/flotilla/`, because one
+ * ref cannot be both a file and a folder: `refs/flotilla/<m>/<t>/a<n>/wip` would clash with
+ * attemptRef().
+ */
+export function checkpointRef(missionId: string, taskId: string, attempt: number): string {
+  return `${CHECKPOINT_REF_PREFIX}${missionId}/${taskId}/a${attempt}`;
+}
+
 /** The dispatch task id used for PROMPT/RESULT file names: unique per attempt. */
 export function dispatchTaskId(taskId: string, attempt: number): string {
   return `${taskId}-a${attempt}`;
