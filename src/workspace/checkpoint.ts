@@ -6,6 +6,7 @@
  * is built in an index of its own.
  */
 import { copyFile, rm } from 'node:fs/promises';
+import { CHECKPOINT_REF_PREFIX } from '../shared/contracts.js';
 import { DISPATCH_DIR } from './commit.js';
 import {
   cachedIdentityArgs,
@@ -15,6 +16,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import type { RepoCache } from './repo-cache.js';
 
 /** The work of the checkout: everything git does not ignore, but flotilla's own dispatch files. */
 const WORK_PATHS = ['.', `:(exclude)${DISPATCH_DIR}`] as const;
@@ -128,4 +130,23 @@ export async function deleteCheckpoint(dir: string, ref: string): Promise<void> 
     () => runGit([...NO_HOOKS, ...args], { cwd: dir, allowFailure: true }),
     (result) => describeGitFailure(args, result),
   );
+}
+
+/**
+ * Deletes every work-in-progress ref a mission left in its repo (`refs/flotilla-wip/<mission>/…`):
+ * normally none, since an attempt that ends deletes its own, but a re-delivered run stopped before
+ * it reached its checkout (a cancel, a spent budget) leaves one. Run once the mission ended.
+ */
+export async function deleteMissionCheckpoints(cache: RepoCache, missionId: string): Promise<number> {
+  const prefix = `${CHECKPOINT_REF_PREFIX}${missionId}/`;
+  const listed = await readGit(['ls-remote', '--refs', 'origin', `${prefix}*`], { cwd: cache.dir });
+  const refs = listed
+    .split('\n')
+    .map((line) => line.split('\t')[1] ?? '')
+    .filter((ref) => ref.startsWith(prefix));
+  if (refs.length === 0) return 0;
+  await runGit([...NO_HOOKS, 'push', '--quiet', 'origin', ...refs.map((ref) => `:${ref}`)], {
+    cwd: cache.dir,
+  });
+  return refs.length;
 }

@@ -6,7 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkpointRef } from '../../src/shared/contracts.js';
 import { decideResume } from '../../src/stages/run/checkpoint-plan.js';
 import { checkoutPool } from '../../src/workspace/checkout-pool.js';
-import { checkpointWriter, deleteCheckpoint } from '../../src/workspace/checkpoint.js';
+import {
+  checkpointWriter,
+  deleteCheckpoint,
+  deleteMissionCheckpoints,
+} from '../../src/workspace/checkpoint.js';
 import { runGit } from '../../src/workspace/git.js';
 import { openRepoCache } from '../../src/workspace/repo-cache.js';
 import { fetchCheckpoint, leaseAtCheckpoint } from '../../src/workspace/resume-checkpoint.js';
@@ -172,5 +176,22 @@ describe('checkpoints', () => {
     const { dir: repo } = await missionRepo();
     const b = await host(repo);
     expect(await fetchCheckpoint(b.cache, checkpointRef('m2', 'never', 1))).toBeNull();
+  });
+
+  it("deletes the checkpoint refs a mission left once it ended, and only that mission's", async () => {
+    const { dir: repo, base } = await missionRepo();
+    for (const ref of [
+      checkpointRef('m3', 'a', 1),
+      checkpointRef('m3', 'b', 2),
+      checkpointRef('m30', 'a', 1),
+    ]) {
+      await git(repo, 'update-ref', ref, base);
+    }
+    const b = await host(repo);
+    expect(await deleteMissionCheckpoints(b.cache, 'm3')).toBe(2);
+    expect(await git(repo, 'for-each-ref', '--format=%(refname)', 'refs/flotilla-wip/')).toBe(
+      checkpointRef('m30', 'a', 1),
+    );
+    expect(await deleteMissionCheckpoints(b.cache, 'm3')).toBe(0);
   });
 });
