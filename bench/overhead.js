@@ -32,8 +32,9 @@ import { commitAttempt } from '../dist/workspace/commit.js';
 import { integrateAttempt } from '../dist/workspace/integrate.js';
 import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
 import { openRepoCache } from '../dist/workspace/repo-cache.js';
-import { snapshotChanges } from '../dist/workspace/snapshot-changes.js';
+import { agentChanges, readWorktree } from '../dist/workspace/snapshot-changes.js';
 import { attemptKey, leaseAtCommit, leaseForRun } from '../dist/workspace/stage-checkout.js';
+import { noteLeftIgnored } from '../dist/workspace/warm-checkout.js';
 import { enforceWriteScope } from '../dist/workspace/write-scope.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
@@ -152,14 +153,18 @@ async function runBare(redis, { n, slots, critic, git }) {
     let workCommit;
     try {
       await runAgent(checkout.dir, id, 'builder', critic);
-      await snapshotChanges(checkout.dir);
-      await enforceWriteScope({ dir: checkout.dir, readOnly: false });
+      // One walk for the result, the write scope and the commit, as flotilla's run stage does.
+      const worktree = await readWorktree(checkout.dir);
+      await enforceWriteScope({ dir: checkout.dir, readOnly: false, changes: agentChanges(worktree) });
       const committed = await commitAttempt({
         dir: checkout.dir,
         ref: branch,
         baseCommit: checkout.baseCommit,
         message: `bench: ${id}`,
+        worktree,
+        localRepo: workspace.repo,
       });
+      await noteLeftIgnored(checkout.dir, committed.commit, worktree.ignored);
       workCommit = committed.workCommit;
       parkAt = committed.commit;
     } finally {
