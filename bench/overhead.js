@@ -25,9 +25,7 @@ import { Redis } from 'ioredis';
 import { spawnProcess } from '../dist/agent/spawn.js';
 import { attemptJobId, attemptRef, QUEUES } from '../dist/shared/contracts.js';
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
-import {
 import { diffAgainstIntegration } from '../dist/workspace/attempt-checkout.js';
-
 import { commitAttempt } from '../dist/workspace/commit.js';
 import { integrateAttempt } from '../dist/workspace/integrate.js';
 import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
