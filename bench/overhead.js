@@ -262,7 +262,7 @@ async function runFlotilla(redis, { n, slots, critic }) {
       const bad = status.tasks.filter((t) => t.status !== 'completed').slice(0, 3);
       throw new Error(`mission ${status.status}: ${JSON.stringify(bad)}`);
     }
-    const stages = await stageTimes(cluster, id, n);
+    const stages = await stageTimes(redis.url, cluster, id, n);
     return { seconds, stages };
   } finally {
     await cluster.stop();
@@ -270,8 +270,9 @@ async function runFlotilla(redis, { n, slots, critic }) {
 }
 
 /** Mean time per task in each stage and between stages, from the BullMQ jobs (kept by retention). */
-async function stageTimes(cluster, missionId, n) {
-  const queues = cluster.client.store.redis;
+async function stageTimes(redisUrl, cluster, missionId, n) {
+  // The store keeps its client to itself: a connection of the benchmark's own to the same Redis.
+  const queues = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const { Job } = await import('bullmq');
   const q = (name) => new Queue(name, { connection: queues, prefix: cluster.config.prefix });
   const byStage = {
@@ -307,6 +308,7 @@ async function stageTimes(cluster, missionId, n) {
     sums.gate += gate.finishedOn - gate.processedOn;
   }
   await Promise.all(Object.values(byStage).map((queue) => queue.close()));
+  queues.disconnect();
   const means = {};
   for (const [key, value] of Object.entries(sums)) means[key] = counted ? value / counted : Number.NaN;
   return means;
