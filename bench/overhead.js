@@ -25,14 +25,14 @@ import { Redis } from 'ioredis';
 import { spawnProcess } from '../dist/agent/spawn.js';
 import { attemptJobId, attemptRef, QUEUES } from '../dist/shared/contracts.js';
 import { MARK_SCRIPT, SETTLE_SCRIPT } from '../dist/store/scripts.js';
-import {
 import { diffAgainstIntegration } from '../dist/workspace/attempt-checkout.js';
 import { commitAttempt } from '../dist/workspace/commit.js';
 import { integrateAttempt } from '../dist/workspace/integrate.js';
 import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
 import { openRepoCache } from '../dist/workspace/repo-cache.js';
-import { snapshotChanges } from '../dist/workspace/snapshot-changes.js';
+import { agentChanges, readWorktree } from '../dist/workspace/snapshot-changes.js';
 import { attemptKey, leaseAtCommit, leaseForRun } from '../dist/workspace/stage-checkout.js';
+import { noteLeftIgnored } from '../dist/workspace/warm-checkout.js';
 import { enforceWriteScope } from '../dist/workspace/write-scope.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, cpuMs, installGitShim, startMonitor } from './lib/profile.js';
@@ -151,14 +151,18 @@ async function runBare(redis, { n, slots, critic, git }) {
     let workCommit;
     try {
       await runAgent(checkout.dir, id, 'builder', critic);
-      await snapshotChanges(checkout.dir);
-      await enforceWriteScope({ dir: checkout.dir, readOnly: false });
+      // One walk for the result, the write scope and the commit, as flotilla's run stage does.
+      const worktree = await readWorktree(checkout.dir);
+      await enforceWriteScope({ dir: checkout.dir, readOnly: false, changes: agentChanges(worktree) });
       const committed = await commitAttempt({
         dir: checkout.dir,
         ref: branch,
         baseCommit: checkout.baseCommit,
         message: `bench: ${id}`,
+        worktree,
+        localRepo: workspace.repo,
       });
+      await noteLeftIgnored(checkout.dir, committed.commit, worktree.ignored);
       workCommit = committed.workCommit;
       parkAt = committed.commit;
     } finally {
@@ -258,7 +262,7 @@ async function runFlotilla(redis, { n, slots, critic }) {
       const bad = status.tasks.filter((t) => t.status !== 'completed').slice(0, 3);
       throw new Error(`mission ${status.status}: ${JSON.stringify(bad)}`);
     }
-    const stages = await stageTimes(cluster, id, n);
+    const stages = await stageTimes(redis.url, cluster, id, n);
     return { seconds, stages };
   } finally {
     await cluster.stop();
@@ -266,8 +270,9 @@ async function runFlotilla(redis, { n, slots, critic }) {
 }
 
 /** Mean time per task in each stage and between stages, from the BullMQ jobs (kept by retention). */
-async function stageTimes(cluster, missionId, n) {
-  const queues = cluster.client.store.redis;
+async function stageTimes(redisUrl, cluster, missionId, n) {
+  // The store keeps its client to itself: a connection of the benchmark's own to the same Redis.
+  const queues = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const { Job } = await import('bullmq');
   const q = (name) => new Queue(name, { connection: queues, prefix: cluster.config.prefix });
   const byStage = {
@@ -303,6 +308,7 @@ async function stageTimes(cluster, missionId, n) {
     sums.gate += gate.finishedOn - gate.processedOn;
   }
   await Promise.all(Object.values(byStage).map((queue) => queue.close()));
+  queues.disconnect();
   const means = {};
   for (const [key, value] of Object.entries(sums)) means[key] = counted ? value / counted : Number.NaN;
   return means;

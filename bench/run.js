@@ -14,6 +14,7 @@
  *   node bench/run.js integrate --n 150             # the gate's merges alone: one at a time and batched
  *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
+ *   node bench/run.js checkpoint --repos empty,generated --runs 10   # one checkpoint of a running checkout
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -32,6 +33,7 @@ const BENCHMARKS = {
   'large-repo': () => import('./large-repo.js'),
   audit: () => import('./audit-chain.js'),
   board: () => import('./board.js'),
+  checkpoint: () => import('./checkpoint.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -85,6 +87,7 @@ if (values.help) {
   integrate --n 150   (the gate's merges alone, without agents: one at a time against batched)
   audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
+  checkpoint --repos empty,generated --runs 10   (one checkpoint of a running CLI's checkout: ms, git processes)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }

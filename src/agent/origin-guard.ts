@@ -26,9 +26,8 @@ export async function snapshotOrigin(
   dir: string,
   exclude: readonly string[],
 ): Promise<OriginSnapshot | null> {
-  const top = await git(dir, ['rev-parse', '--show-toplevel']);
-  if (top === null) return null;
-  const root = top.trim();
+  const root = await repositoryTop(dir);
+  if (root === null) return null;
   const status = await git(root, ['status', '--porcelain=v1', '-z']);
   if (status === null) return null;
   const entries = new Map<string, number>();
@@ -42,6 +41,21 @@ export async function snapshotOrigin(
     entries.set(line, mtime);
   }
   return { root, entries };
+}
+
+/**
+ * The repository holding `dir` (flotilla's start directory: the same for every run of a host),
+ * asked of git once per directory and process; a snapshot is taken before and after every run.
+ */
+const tops = new Map<string, Promise<string | null>>();
+
+function repositoryTop(dir: string): Promise<string | null> {
+  let top = tops.get(dir);
+  if (!top) {
+    top = git(dir, ['rev-parse', '--show-toplevel']).then((out) => (out === null ? null : out.trim()));
+    tops.set(dir, top);
+  }
+  return top;
 }
 
 /** Porcelain v1 `-z` records; a rename's second (source) path is its own record and is dropped. */

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { type Job, Worker } from 'bullmq';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
@@ -18,17 +17,16 @@ import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/c
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
 import { gateAttempt } from '../stages/gate/processor.js';
-import { MISSION_CANCELLED } from '../stages/job-guard.js';
 import { runAttempt } from '../stages/run/processor.js';
 import { verifyAttempt } from '../stages/verify/processor.js';
-import { controlChannel } from '../store/keys.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
-import { unparkEverywhere } from '../workspace/checkout-pool.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
 import { assertGitVersion } from '../workspace/git.js';
 import { pruneHostCaches } from '../workspace/prune.js';
 import { agePriorities } from './age-priorities.js';
+import { listenForControl } from './control.js';
+import { createPools, type Processor } from './pools.js';
 import { type CloseOutcome, createClose } from './shutdown.js';
 import { sweepMissions } from './sweep.js';
 
@@ -66,14 +64,6 @@ export interface Host {
   /** Stops taking jobs, lets running CLIs finish up to the grace period, then kills them. */
   close(options?: { force?: boolean }): Promise<CloseOutcome>;
 }
-
-/**
- * How long (s) an idle worker blocks waiting for a job before it asks again. A job added to the
- * queue wakes it at once (BullMQ's marker), so this sets only the idle cost: a host serves a
- * dozen queues, and BullMQ's default of 5 s made their polling a large share of a host's Redis
- * traffic. 10 s is the longest block BullMQ itself allows when delayed jobs are waiting.
- */
-const IDLE_BLOCK_S = 10;
 
 /** How often a host lifts aged run jobs to the top priority (age-priorities.ts): a fraction of the age. */
 const AGE_CHECK_MS = 15_000;
@@ -130,8 +120,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const disabled = new Map<string, string>();
   const coolingUntil = new Map<string, number>();
   const startedAt = new Date().toISOString();
-  const active = new Map<string, Worker>();
-  const workers = new Map<string, Worker>();
+  const { workers, active, serve } = createPools({ redis, config, telemetry, logger });
 
   const info = (): HostInfo => ({
     hostId,
@@ -208,66 +197,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
     ...(signingKey ? { signingKey } : {}),
   };
 
-  const workerOptions = {
-    connection: redis,
-    prefix: config.prefix,
-    lockDuration: config.lockMs,
-    lockRenewTime: config.lockRenewMs,
-    drainDelay: IDLE_BLOCK_S,
-    stalledInterval: config.stalledIntervalMs,
-    maxStalledCount: 2,
-    ...(telemetry ? { telemetry } : {}),
-  };
-  const track = (worker: Worker) => {
-    worker.on('active', (job: Job) => active.set(job.id ?? '', worker));
-    worker.on('completed', (job: Job) => active.delete(job.id ?? ''));
-    worker.on('failed', (job: Job | undefined, error: Error) => {
-      if (job) active.delete(job.id ?? '');
-      if (error.name !== 'DelayedError') logger.warn({ jobId: job?.id, err: error.message }, 'job failed');
-    });
-    // A lost lock means another host may take the job: stop our CLI so two never work one attempt.
-    worker.on('lockRenewalFailed', (ids: string[]) => {
-      for (const id of ids) worker.cancelJob(id, 'lock lost');
-    });
-    worker.on('error', (error: Error) => logger.debug({ err: error.message }, 'worker error'));
-    return worker;
-  };
-  const serve = (
-    queue: string,
-    processor: (job: Job, token: string | undefined, signal: AbortSignal | undefined) => Promise<unknown>,
-    concurrency: number,
-  ) => {
-    if (workers.has(queue)) return;
-    workers.set(
-      queue,
-      track(
-        new Worker(
-          queue,
-          async (job, token, signal) => {
-            try {
-              return await processor(job, token, signal);
-            } catch (error) {
-              // A job handed back (moveToDelayed + DelayedError) ends neither completed nor failed,
-              // so no event would drop it: without this, `running` in the registry only grows.
-              if ((error as Error).name === 'DelayedError') active.delete(job.id ?? '');
-              throw error;
-            }
-          },
-          { ...workerOptions, concurrency },
-        ),
-      ),
-    );
-  };
-
   const servedCapabilities = () => {
-    const now = Date.now();
     const usable = clis.filter((c) => !disabled.has(c.adapter.cli));
     const caps = new Set(usable.flatMap((c) => c.adapter.config.capabilities));
-    void now;
     return [...caps];
   };
-  const runProcessor = (job: Job, token: string | undefined, signal: AbortSignal | undefined) =>
-    runAttempt(ctx, job, token, signal);
+  const runProcessor: Processor = (job, token, signal) => runAttempt(ctx, job, token, signal);
   async function reconcileDispatchWorkers() {
     const wanted = new Set(servedCapabilities().map(dispatchQueue));
     if (internalCli && !disabled.has(internalCli)) wanted.add(QUEUES.internal);
@@ -308,26 +243,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   }, AGE_CHECK_MS);
   ager.unref();
 
-  const subscriber = redis.duplicate();
-  subscriber.on('error', () => {});
-  await subscriber.subscribe(controlChannel(config.prefix));
-  subscriber.on('message', (_channel: string, message: string) => {
-    let parsed: { type?: string; missionId?: string; key?: string };
-    try {
-      parsed = JSON.parse(message) as typeof parsed;
-    } catch {
-      return;
-    }
-    // Every host forgets a finished mission's spec, not only the one that ran its finalize job.
-    if (parsed.type === 'finished' && parsed.missionId) ctx.missions.delete(parsed.missionId);
-    // The attempt's next stage took a checkout on another host: ours, parked for it, is free.
-    if (parsed.type === 'unpark' && parsed.key) void unparkEverywhere(parsed.key);
-    if (parsed.type === 'cancel' && parsed.missionId) {
-      for (const [jobId, worker] of active) {
-        if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);
-      }
-    }
-  });
+  const subscriber = await listenForControl(redis, config.prefix, { missions: ctx.missions, active });
   logger.info(
     { capabilities: servedCapabilities(), slots, internal: internalCli ?? null },
     `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,

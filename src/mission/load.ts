@@ -200,6 +200,7 @@ function normalizeMission(
     workspace: resolveWorkspace(data.workspace, path.dirname(path.resolve(file))),
     base: data.base,
     budgetUsd: data.defaults.budget_usd,
+    checkpointMs: data.defaults.checkpoint_interval,
     agentsDir,
     agents,
     tasks: data.tasks.map((task) => normalizeTask(task, data.defaults, data)),

@@ -109,6 +109,8 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   min_score: "the critic's score from 0 to 10 that approves a coding task (default 7)",
   control_mode: `how freely the agent may change files: ${CONTROL_MODES.join(', ')} (default guarded)`,
   backoff: 'pause before a retry, like 5s (default 5s)',
+  checkpoint_interval:
+    "how often a running agent's work is saved so a crashed machine loses little, like 2m, or off (default 2m); leave out",
   budget_usd: 'a spending limit in US dollars; leave out',
   escalate:
     'what a retry changes after a failure: [tier] (a stronger model), [cli] (another CLI) or both; leave out',

@@ -95,6 +95,22 @@ export type AuditEvent =
       /** The paths `git status` shows changed there, relative to it. */
       readonly paths: readonly string[];
     }
+  /** The running CLI's checkout was saved to the attempt's work-in-progress ref. */
+  | {
+      readonly kind: 'checkpoint';
+      readonly commit: string;
+      readonly ref: string;
+      readonly durationMs: number;
+    }
+  /** A checkpoint could not be saved, or a found one not resumed from; the run went on without. */
+  | { readonly kind: 'checkpoint-failed'; readonly action: 'save' | 'resume'; readonly reason: string }
+  /** A re-delivered run (its host crashed or lost the job) started from its attempt's last checkpoint. */
+  | {
+      readonly kind: 'resumed';
+      readonly commit: string;
+      /** The commit the interrupted run started from, and so this run too. */
+      readonly baseCommit: string;
+    }
   /** A task's setup failed in the run stage; the CLI never started. */
   | {
       readonly kind: 'setup-failed';
@@ -168,6 +184,14 @@ export function renderAuditEvent(event: AuditEvent): string {
       return `rate limited (attempt not counted, back to the queue): ${event.reply}`;
     case 'cli-unusable':
       return `${event.cliName}: ${event.reply}${event.handedOver ? ' (another host will take the task)' : ' (no live host can serve the task)'}`;
+    case 'checkpoint':
+      return `checkpoint ${event.commit.slice(0, 12)} saved to ${event.ref} (${event.durationMs} ms)`;
+    case 'checkpoint-failed':
+      return event.action === 'save'
+        ? `checkpoint not saved (the run goes on): ${event.reason}`
+        : `checkpoint not resumed from (the run starts from the base): ${event.reason}`;
+    case 'resumed':
+      return `resumed from checkpoint ${event.commit.slice(0, 12)} of the interrupted run, on its base ${event.baseCommit.slice(0, 12)} (the same attempt)`;
     case 'setup-failed':
       return `setup failed before the CLI started: $ ${event.command} (${event.timedOut ? 'timed out' : `exit ${event.exitCode ?? 'by signal'}`})`;
     case 'escaped-checkout': {

@@ -45,15 +45,6 @@ export function integrationBranch(missionId: string): string {
   return `flotilla/${missionId}`;
 }
 
-/**
- * The name of an attempt's branch in a host's own cache clone, where its checkout works. It is a
- * sibling of the integration branch, not below it: git cannot hold a ref `flotilla/<m>` and refs
- * under `flotilla/<m>/` at once. It is never published; the mission repo gets attemptRef().
- */
-export function attemptBranch(missionId: string, taskId: string, attempt: number): string {
-  return `flotilla/${missionId}.${taskId}.a${attempt}`;
-}
-
 /** Where attempt refs live in the mission repo: outside `refs/heads/`, so `git branch` never lists them. */
 export const ATTEMPT_REF_PREFIX = 'refs/flotilla/';
 
@@ -65,6 +56,19 @@ export const ATTEMPT_REF_PREFIX = 'refs/flotilla/';
  */
 export function attemptRef(missionId: string, taskId: string, attempt: number): string {
   return `${ATTEMPT_REF_PREFIX}${missionId}/${taskId}/a${attempt}`;
+}
+
+/** Where checkpoints of running attempts live in the mission repo (docs/RECOVERY.md, "Checkpoints"). */
+export const CHECKPOINT_REF_PREFIX = 'refs/flotilla-wip/';
+
+/**
+ * An attempt's work-in-progress ref: the last checkpoint of its running CLI's checkout, deleted
+ * once the attempt's own commit is pushed. A tree of its own beside `refs/flotilla/`, because one
+ * ref cannot be both a file and a folder: `refs/flotilla/<m>/<t>/a<n>/wip` would clash with
+ * attemptRef().
+ */
+export function checkpointRef(missionId: string, taskId: string, attempt: number): string {
+  return `${CHECKPOINT_REF_PREFIX}${missionId}/${taskId}/a${attempt}`;
 }
 
 /** The dispatch task id used for PROMPT/RESULT file names: unique per attempt. */

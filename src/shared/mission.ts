@@ -17,6 +17,36 @@ const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
   return ms;
 });
 
+/** How often a running CLI's checkout is saved to the attempt's work-in-progress ref, by default. */
+export const DEFAULT_CHECKPOINT_MS = 120_000;
+/** Shorter intervals would spend more on git than they could save. */
+export const MIN_CHECKPOINT_MS = 1_000;
+
+/**
+ * `checkpoint_interval`: a duration of at least a second, or `off` (also `0`, `false`) for no
+ * checkpoints, which is 0 here. Undefined for anything else.
+ */
+export function parseCheckpointInterval(value: unknown): number | undefined {
+  if (value === false || (typeof value === 'string' && value.trim().toLowerCase() === 'off')) return 0;
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const ms = parseDuration(value);
+  if (ms === undefined) return undefined;
+  return ms === 0 || ms >= MIN_CHECKPOINT_MS ? ms : undefined;
+}
+
+const checkpointInterval = z.unknown().transform((value, ctx) => {
+  const ms = parseCheckpointInterval(value);
+  if (ms === undefined) {
+    const got = typeof value === 'string' ? `'${value}'` : String(value);
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration of at least 1s like 30s or 2m, or off to save no checkpoints, got ${got}`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
 /** `escalate: [tier, cli]`: what a retry changes after a failed attempt (stages/run/escalate.ts). */
 const escalate = z
   .array(z.enum(['tier', 'cli']))
@@ -34,6 +64,7 @@ export const defaultsSchema = z
     min_score: z.number().min(0).max(10).default(7),
     control_mode: z.enum(CONTROL_MODES).default('guarded'),
     backoff: duration.default(5_000),
+    checkpoint_interval: checkpointInterval.default(DEFAULT_CHECKPOINT_MS),
     budget_usd: z.number().positive().optional(),
     escalate: escalate.default([]),
     critic: z.boolean().optional(),
@@ -140,6 +171,11 @@ export interface MissionSpec {
   readonly workspace: string;
   readonly base?: string;
   readonly budgetUsd?: number;
+  /**
+   * How often a running CLI's checkout is saved to the attempt's work-in-progress ref (0: never).
+   * Absent in missions submitted before checkpoints existed: DEFAULT_CHECKPOINT_MS.
+   */
+  readonly checkpointMs?: number;
   /** Folder that holds agents/<id>.md for this mission (the mission file's folder), if any. */
   readonly agentsDir?: string;
   /** The whole text of each agent file the tasks name, resolved at submit time. */

@@ -1,27 +1,8 @@
-/**
- * Checkouts for the stages of an attempt: the run stage works on a fresh attempt branch from the
- * integration branch; verify and critic (on any host) look at what the run stage pushed.
- */
-import { attemptBranch, integrationBranch } from '../shared/contracts.js';
+/** The integration branch as a host's repo cache sees it: its tip, and an attempt's diff against it. */
+import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { runGit } from './git.js';
 import { type RepoCache, trackingRef } from './repo-cache.js';
-import { addWorktree, removeWorktree, uniqueWorkDir } from './worktree.js';
-
-export interface CheckoutAttemptOptions {
-  readonly cache: RepoCache;
-  readonly missionId: string;
-  readonly taskId: string;
-  readonly attempt: number;
-  readonly workRoot: string;
-}
-
-export interface AttemptCheckout {
-  readonly dir: string;
-  readonly branch: string;
-  /** The integration branch's commit the attempt started from. */
-  readonly baseCommit: string;
-}
 
 /** The latest integration commit, after a fetch; a clear error when the mission was never prepared. */
 export async function integrationCommit(cache: RepoCache, missionId: string): Promise<string> {
@@ -34,43 +15,6 @@ export async function integrationCommit(cache: RepoCache, missionId: string): Pr
     );
   }
   return commit;
-}
-
-export async function checkoutAttempt(options: CheckoutAttemptOptions): Promise<AttemptCheckout> {
-  const { cache, missionId, taskId, attempt } = options;
-  await cache.fetch([integrationBranch(missionId)]);
-  const baseCommit = await integrationCommit(cache, missionId);
-  const branch = attemptBranch(missionId, taskId, attempt);
-  const dir = uniqueWorkDir(options.workRoot, missionId, `${taskId}-a${attempt}`);
-  // `-B` resets a branch left by an earlier delivery of this job to the integration branch.
-  await addWorktree(cache, { dir, branch, commit: baseCommit });
-  return { dir, branch, baseCommit };
-}
-
-export interface CheckoutForVerifyOptions {
-  readonly cache: RepoCache;
-  readonly branch: string;
-  readonly workRoot: string;
-}
-
-export interface VerifyCheckout {
-  readonly dir: string;
-  readonly commit: string;
-  /** Removes the worktree; never throws. */
-  cleanup(): Promise<void>;
-}
-
-export async function checkoutForVerify(options: CheckoutForVerifyOptions): Promise<VerifyCheckout> {
-  const { cache, branch } = options;
-  await cache.fetch([branch]);
-  const commit = await cache.remoteCommit(branch);
-  if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${branch} not found`);
-  const segments = branch.replace(/^(refs\/)?flotilla\//, '').split('/');
-  const last = segments.pop() ?? 'verify';
-  const dir = uniqueWorkDir(options.workRoot, ...segments, `${last}-verify`);
-  // Detached, so several hosts or stages may look at one attempt at the same time.
-  await addWorktree(cache, { dir, commit });
-  return { dir, commit, cleanup: () => removeWorktree(dir) };
 }
 
 export interface DiffAgainstIntegrationOptions {

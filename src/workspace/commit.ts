@@ -1,15 +1,23 @@
+import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FlotillaError } from '../shared/errors.js';
+import { type ImportEntry, importStream } from './fast-import.js';
 import {
-  cachedIdentityArgs,
+  cachedCommitIdentity,
   describeGitFailure,
   NO_HOOKS,
   readGit,
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 /** flotilla's PROMPT/RESULT files (and their archive): the attempt's audit record, never its work. */
 export const DISPATCH_DIR = '.planning/dispatch';
-const WORK_PATHS = ['.', `:(exclude)${DISPATCH_DIR}`] as const;
+
+export function isDispatchPath(path: string): boolean {
+  return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);
+}
 
 export interface CommitAttemptOptions {
   readonly dir: string;
@@ -23,6 +31,13 @@ export interface CommitAttemptOptions {
   readonly baseCommit?: string;
   /** `Name <email>`, e.g. the CLI that did the work; the committer stays the host's identity. */
   readonly author?: string;
+  /** The checkout as the caller last read it (readWorktree()), so the tree is walked once per attempt. */
+  readonly worktree?: WorktreeState;
+  /**
+   * The mission repo, when it is a local path (not a URL): the same commits are then written into
+   * it directly and its ref set in the same step, instead of a `git push` from the checkout.
+   */
+  readonly localRepo?: string;
 }
 
 export interface CommitAttemptResult {
@@ -36,53 +51,147 @@ export interface CommitAttemptResult {
 }
 
 /**
- * Two commits: the work (everything but `.planning/dispatch/`), then flotilla's dispatch files on
- * top. The ref points at the second, so the attempt's prompt and result travel with it as the
- * audit trail; the gate merges the first, so they never reach the integration branch. A user's own
- * `.planning/` files outside `dispatch/` are work like any other file.
+ * Two commits: the work (everything but `.planning/dispatch/`) on the base, then flotilla's
+ * dispatch files on top. The ref points at the second, so the attempt's prompt and result travel
+ * with it as the audit trail; the gate merges the first, so they never reach the integration
+ * branch. A user's own `.planning/` files outside `dispatch/` are work like any other file.
+ *
+ * Both are written by one `git fast-import` from the paths `git status` listed: no index is
+ * rebuilt and the tree is not walked again, so the cost follows what the attempt changed, not the
+ * size of the repository. The checkout's HEAD and index are then moved to the published commit,
+ * as a checkout of it on another host would be.
  */
 export async function commitAttempt(options: CommitAttemptOptions): Promise<CommitAttemptResult> {
   const { dir } = options;
-  await runGit(['add', '-A'], { cwd: dir });
-  let made = await commitWorkThenDispatch(options);
-  if (options.baseCommit && made.workParent !== options.baseCommit) {
-    // The agent committed on its own, maybe flotilla's dispatch files with its work: start again
-    // from the base with everything staged, so the work commit is the whole change and only it.
-    await runGit(['reset', '--soft', '--quiet', options.baseCommit], { cwd: dir });
-    made = await commitWorkThenDispatch(options);
+  const worktree = options.worktree ?? (await readWorktree(dir));
+  if (!worktree.head) throw new FlotillaError('git/failed', `${dir}: the checkout has no commit to build on`);
+  const base = options.baseCommit ?? worktree.head;
+  const paths = new Set(worktree.changes.map((change) => change.path));
+  // The agent committed on its own: what it committed counts as work too, folded into one commit.
+  const agentCommitted = worktree.head !== base;
+  if (agentCommitted) for (const path of await changedBetween(dir, base, worktree.head)) paths.add(path);
+  const work = await readEntries(
+    dir,
+    [...paths].filter((path) => !isDispatchPath(path)),
+  );
+  const dispatch = await readEntries(dir, [
+    ...new Set([...[...paths].filter(isDispatchPath), ...(await filesUnder(dir, DISPATCH_DIR))]),
+  ]);
+
+  const identity = await cachedCommitIdentity(dir);
+  const time = Math.floor(Date.now() / 1000);
+  const common = { committer: identity.committer, author: options.author ?? identity.author, time };
+  // The same objects, so the same commit ids, written to a named ref: the checkout's HEAD here,
+  // the attempt's ref in a local mission repo.
+  const streamFor = (ref: string) =>
+    importStream([
+      { ...common, ref, mark: 1, parent: base, message: options.message, entries: work.entries },
+      {
+        ...common,
+        ref,
+        mark: 2,
+        parent: ':1',
+        message: `${options.message.split('\n')[0]} (dispatch files)`,
+        entries: dispatch.entries,
+      },
+    ]);
+  const [workCommit = '', commit = ''] = await fastImport(dir, streamFor('HEAD'));
+  // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
+  const staged = [...work.paths, ...dispatch.paths];
+  if (staged.length > 0) {
+    await runGit(['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
+      cwd: dir,
+      input: `${staged.join('\0')}\0`,
+    });
   }
-  await pushRef({ dir, ref: options.ref });
-  return { commit: made.commit, workCommit: made.workCommit, changed: made.changed, ref: options.ref };
+  const changed = agentCommitted ? await treesDiffer(dir, base, workCommit) : work.entries.length > 0;
+  const target = fullRef(options.ref);
+  const published =
+    options.localRepo !== undefined &&
+    (await fastImport(options.localRepo, streamFor(target)).then(
+      (ids) => ids[1] === commit,
+      () => removeCrashReports(options.localRepo ?? '').then(() => false),
+    ));
+  // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
+  if (!published) await pushRef({ dir, ref: options.ref, commit });
+  return { commit, workCommit, changed, ref: options.ref };
 }
 
-/**
- * `commit -- <paths>` takes only those paths from the index and leaves the rest staged. Both
- * commits are made even when empty, so the ref's parent is always the work commit; an empty work
- * commit merges as "nothing to merge" at the gate.
- */
-async function commitWorkThenDispatch(options: CommitAttemptOptions) {
-  const { dir } = options;
-  const commit = [
-    ...NO_HOOKS,
-    ...(await cachedIdentityArgs(dir)),
-    'commit',
-    '--quiet',
-    '--no-verify',
-    '--allow-empty',
-    ...(options.author ? ['--author', options.author] : []),
-  ];
-  await runGit([...commit, '-m', options.message, '--', ...WORK_PATHS], { cwd: dir });
-  await runGit([...commit, '-m', `${options.message.split('\n')[0]} (dispatch files)`], { cwd: dir });
-  const [published = '', workCommit = '', workParent = '', workTree = '', parentTree = ''] = (
-    await readGit(['rev-parse', 'HEAD', 'HEAD^', 'HEAD^^', 'HEAD^^{tree}', 'HEAD^^^{tree}'], { cwd: dir })
-  ).split('\n');
-  return { commit: published, workCommit, workParent, changed: workTree !== parentTree };
+/** Runs one import stream in `cwd`; the ids of its commits, in order. */
+async function fastImport(cwd: string, stream: Buffer): Promise<string[]> {
+  const imported = await runGit(['fast-import', '--quiet', '--done', '--force'], { cwd, input: stream });
+  return imported.stdout.trim().split('\n');
+}
+
+/** A failed fast-import leaves `fast_import_crash_<pid>` in the git dir: not in the user's repository. */
+async function removeCrashReports(repo: string): Promise<void> {
+  for (const gitDir of [join(repo, '.git'), repo]) {
+    const names = await readdir(gitDir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.startsWith('fast_import_crash_'))) {
+      await rm(join(gitDir, name), { force: true }).catch(() => undefined);
+    }
+  }
+}
+
+function fullRef(ref: string): string {
+  return ref.startsWith('refs/') ? ref : `refs/heads/${ref}`;
+}
+
+interface ReadEntries {
+  readonly entries: ImportEntry[];
+  /** The same paths, for the index (directories, such as a nested repository, are left out). */
+  readonly paths: string[];
+}
+
+/** Each path as it is now in the checkout: its content and mode, or a deletion. */
+async function readEntries(dir: string, paths: readonly string[]): Promise<ReadEntries> {
+  const entries: ImportEntry[] = [];
+  const kept: string[] = [];
+  for (const path of [...paths].sort()) {
+    const full = join(dir, path);
+    const info = await lstat(full).catch(() => null);
+    if (!info) {
+      entries.push({ path, deleted: true });
+    } else if (info.isSymbolicLink()) {
+      entries.push({ path, mode: '120000', content: await readlink(full, { encoding: 'buffer' }) });
+    } else if (info.isFile()) {
+      const mode = info.mode & 0o100 ? '100755' : '100644';
+      entries.push({ path, mode, content: await readFile(full) });
+    } else {
+      // A directory git lists as one entry (a nested repository): `git add -A` would not take it either.
+      continue;
+    }
+    kept.push(path);
+  }
+  return { entries, paths: kept };
+}
+
+/** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */
+async function filesUnder(dir: string, sub: string): Promise<string[]> {
+  const found = await readdir(join(dir, sub), { recursive: true, withFileTypes: true }).catch(() => []);
+  return found
+    .filter((entry) => !entry.isDirectory())
+    .map((entry) => join(entry.parentPath ?? entry.path, entry.name).slice(dir.length + 1));
+}
+
+async function changedBetween(dir: string, from: string, to: string): Promise<string[]> {
+  const out = await readGit(['diff', '--name-only', '--no-renames', '-z', from, to, '--'], { cwd: dir });
+  return out.split('\0').filter(Boolean);
+}
+
+async function treesDiffer(dir: string, a: string, b: string): Promise<boolean> {
+  const [first, second] = (await readGit(['rev-parse', `${a}^{tree}`, `${b}^{tree}`], { cwd: dir })).split(
+    '\n',
+  );
+  return first !== second;
 }
 
 export interface PushRefOptions {
   readonly dir: string;
-  /** Published from the checkout's HEAD under this name: a full ref or a branch name. */
+  /** Published under this name: a full ref or a branch name. */
   readonly ref: string;
+  /** What to publish; the checkout's HEAD when not given. */
+  readonly commit?: string;
 }
 
 /**
@@ -90,8 +199,13 @@ export interface PushRefOptions {
  * to replace what an earlier delivery pushed.
  */
 export async function pushRef(options: PushRefOptions): Promise<void> {
-  const target = options.ref.startsWith('refs/') ? options.ref : `refs/heads/${options.ref}`;
-  const args = ['push', '--force', '--quiet', 'origin', `HEAD:${target}`];
+  const args = [
+    'push',
+    '--force',
+    '--quiet',
+    'origin',
+    `${options.commit ?? 'HEAD'}:${fullRef(options.ref)}`,
+  ];
   await retryOnLockContention(
     () => runGit([...NO_HOOKS, ...args], { cwd: options.dir, allowFailure: true }),
     (result) => describeGitFailure(args, result),

@@ -2,7 +2,7 @@
  * A small typed wrapper around the git executable: argument arrays only (no shell), an environment
  * that makes git's output predictable, and the two error codes flotilla uses for git.
  */
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { FlotillaError } from '../shared/errors.js';
 import { gitVersionProblem } from './git-version.js';
 
@@ -12,7 +12,7 @@ export interface GitOptions {
   /** Extra environment; merged over the cleaned process environment. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Bytes written to git's stdin. */
-  readonly input?: string;
+  readonly input?: string | Uint8Array;
   /** When true, a non-zero exit is returned instead of thrown. */
   readonly allowFailure?: boolean;
   /** Output above this many bytes is cut and `truncated` is set; the command is not failed for it. */
@@ -79,30 +79,106 @@ export function describeGitFailure(
   return `git ${args.join(' ')}: ${reason}`;
 }
 
+interface RawRun {
+  readonly exitCode: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly truncated: boolean;
+  readonly timedOut: boolean;
+  readonly spawnError?: NodeJS.ErrnoException;
+}
+
+/**
+ * One git process, with node's own spawn: a host starts a dozen per attempt, and execa's extra
+ * work cost about 1.5 ms of CPU and several ms of latency on each (bench: `git --version` × 100).
+ * stdout beyond `maxBuffer` bytes is cut and the process stopped; stderr is capped the same way.
+ */
+function spawnGit(args: readonly string[], options: GitOptions): Promise<RawRun> {
+  const maxBuffer = options.maxBuffer ?? DEFAULT_MAX_BUFFER;
+  return new Promise((resolve) => {
+    // Its own process group, so a time limit also stops what git started (ssh, a helper).
+    const child = spawn('git', args, {
+      env: gitEnvironment(options.env),
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const stop = (signal: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        // already gone
+      }
+    };
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+    let truncated = false;
+    let timedOut = false;
+    let spawnError: NodeJS.ErrnoException | undefined;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop('SIGKILL');
+    }, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (truncated) return;
+      if (outBytes + chunk.length > maxBuffer) {
+        out.push(chunk.subarray(0, maxBuffer - outBytes));
+        truncated = true;
+        stop('SIGTERM');
+        return;
+      }
+      out.push(chunk);
+      outBytes += chunk.length;
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (errBytes >= maxBuffer) return;
+      err.push(chunk);
+      errBytes += chunk.length;
+    });
+    child.on('error', (error) => {
+      spawnError = error;
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({
+        exitCode: code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        truncated,
+        timedOut,
+        ...(spawnError ? { spawnError } : {}),
+      });
+    });
+    if (options.input !== undefined && child.stdin) {
+      // git may exit before reading all of it (a failed import): its exit code tells what happened.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(options.input);
+    }
+  });
+}
+
 export async function runGit(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
   const fullArgs = options.cwd === undefined ? [...args] : ['-C', options.cwd, ...args];
-  const result = await execa('git', fullArgs, {
-    reject: false,
-    extendEnv: false,
-    env: gitEnvironment(options.env),
-    input: options.input,
-    stdin: options.input === undefined ? 'ignore' : 'pipe',
-    stripFinalNewline: false,
-    maxBuffer: options.maxBuffer ?? DEFAULT_MAX_BUFFER,
-    timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-  });
-  if (result.code === 'ENOENT' && result.exitCode === undefined) {
+  const started = Date.now();
+  const result = await spawnGit(fullArgs, options);
+  if (result.spawnError?.code === 'ENOENT') {
     throw new FlotillaError('git/missing', 'git is not installed or not on PATH');
   }
-  const stdout = typeof result.stdout === 'string' ? result.stdout : '';
-  const stderr = typeof result.stderr === 'string' ? result.stderr : '';
-  if (result.isMaxBuffer) return { exitCode: 0, stdout, stderr, truncated: true };
+  const { stdout, stderr } = result;
+  if (result.truncated) return { exitCode: 0, stdout, stderr, truncated: true };
   if (result.timedOut) {
-    throw new FlotillaError('git/failed', `git ${args.join(' ')}: timed out after ${result.durationMs} ms`);
+    throw new FlotillaError(
+      'git/failed',
+      `git ${args.join(' ')}: timed out after ${Date.now() - started} ms`,
+    );
   }
   const exitCode = result.exitCode ?? -1;
   if (exitCode !== 0 && !options.allowFailure) {
-    throw new FlotillaError('git/failed', describeGitFailure(args, { stdout, stderr }));
+    throw new FlotillaError(
+      'git/failed',
+      describeGitFailure(args, { stdout, stderr: stderr || (result.spawnError?.message ?? '') }),
+    );
   }
   return { exitCode, stdout, stderr, truncated: false };
 }
@@ -167,6 +243,38 @@ export function cachedIdentityArgs(cwd: string): Promise<string[]> {
     identity = identityArgs(cwd);
     identities.set(cwd, identity);
     identity.catch(() => identities.delete(cwd));
+  }
+  return identity;
+}
+
+/** `Name <email>` for a commit's author and committer lines; the date is added when committing. */
+export interface CommitIdentity {
+  readonly author: string;
+  readonly committer: string;
+}
+
+/** `git var GIT_*_IDENT` without its date; null when git has no identity to offer. */
+async function ident(cwd: string, variable: 'GIT_AUTHOR_IDENT' | 'GIT_COMMITTER_IDENT') {
+  const result = await runGit(['var', variable], { cwd, allowFailure: true });
+  if (result.exitCode !== 0) return null;
+  return result.stdout.trim().replace(/ \d+ [+-]\d{4}$/, '');
+}
+
+/**
+ * The identity `git commit` would use in `cwd` (config, then `GIT_AUTHOR_*`/`GIT_COMMITTER_*`),
+ * or flotilla's fallback where git has none; asked once per directory, like cachedIdentityArgs().
+ */
+const commitIdentities = new Map<string, Promise<CommitIdentity>>();
+
+export function cachedCommitIdentity(cwd: string): Promise<CommitIdentity> {
+  let identity = commitIdentities.get(cwd);
+  if (!identity) {
+    const fallback = `${FALLBACK_IDENTITY.name} <${FALLBACK_IDENTITY.email}>`;
+    identity = Promise.all([ident(cwd, 'GIT_AUTHOR_IDENT'), ident(cwd, 'GIT_COMMITTER_IDENT')]).then(
+      ([author, committer]) => ({ author: author ?? fallback, committer: committer ?? fallback }),
+    );
+    commitIdentities.set(cwd, identity);
+    identity.catch(() => commitIdentities.delete(cwd));
   }
   return identity;
 }

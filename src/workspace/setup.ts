@@ -40,6 +40,11 @@ export interface CheckoutState {
     /** Ignored paths setup made, as anchored patterns (`/node_modules/`). */
     readonly keep: readonly string[];
   };
+  /**
+   * What git ignored in the checkout when the run stage committed `commit` (readWorktree()), so
+   * the verify that continues here at that commit can clean without walking the tree again.
+   */
+  readonly left?: { readonly commit: string; readonly ignored: readonly string[] };
 }
 
 export async function readCheckoutState(file: string): Promise<CheckoutState> {
@@ -77,6 +82,35 @@ export async function ignoredEntries(dir: string): Promise<string[]> {
     .split('\0')
     .filter(Boolean)
     .map((path) => `/${path}`);
+}
+
+export type ClaimCleanup =
+  /** Nothing but setup's outputs is ignored: the checkout is as a fresh one plus setup. */
+  | { readonly kind: 'none' }
+  /** Delete these ignored paths (the agent's own build output, say); setup's stay. */
+  | { readonly kind: 'remove'; readonly paths: readonly string[] }
+  /** The listing cannot be matched against setup's outputs path by path: let `git clean` decide. */
+  | { readonly kind: 'git-clean' };
+
+/**
+ * Which ignored paths a checkout handed from the run to verify must lose so criteria see what a
+ * checkout of the pushed commit holds (plus setup's outputs, `keep`). `ignored` is in `git status
+ * --ignored=matching` form (a directory entry ends in `/`); `keep` in setupOutputs() form
+ * (`/node_modules/`). flotilla's `.planning/` is never touched (its dispatch files are committed
+ * even where a `.gitignore` ignores the folder). An ignored entry that holds a kept one (`build/`
+ * listed, `/build/gen/` kept) is left to `git clean`, which applies the patterns itself.
+ */
+export function claimCleanup(ignored: readonly string[], keep: readonly string[]): ClaimCleanup {
+  const kept = keep.map((pattern) => pattern.replace(/^\/+/, '').replace(/\/+$/, ''));
+  const paths: string[] = [];
+  for (const entry of ignored) {
+    const path = entry.replace(/\/+$/, '');
+    if (path === '' || path === '.planning' || path.startsWith('.planning/')) continue;
+    if (kept.some((k) => path === k || path.startsWith(`${k}/`))) continue;
+    if (kept.some((k) => k.startsWith(`${path}/`))) return { kind: 'git-clean' };
+    paths.push(path);
+  }
+  return paths.length === 0 ? { kind: 'none' } : { kind: 'remove', paths };
 }
 
 /**

@@ -1,4 +1,4 @@
-/** What an agent changed in its checkout, read from `git status` relative to HEAD. */
+/** What an agent changed in its checkout, read from one `git status` relative to HEAD. */
 import { runGit } from './git.js';
 
 /** flotilla's own by-products (prompts, results, archive): never the agent's work, never rolled back. */
@@ -14,44 +14,99 @@ export interface ChangedFile {
   readonly untracked: boolean;
 }
 
-/**
- * Parses `git status --porcelain=v1 -z`. A rename or copy entry is followed by its source path,
- * which counts as changed too (it was deleted or read from); both sides are reported.
- */
-export function parsePorcelainZ(output: string): ChangedFile[] {
-  const fields = output.split('\0');
-  const changes: ChangedFile[] = [];
-  for (let i = 0; i < fields.length; i++) {
-    const field = fields[i] ?? '';
-    if (field.length < 4) continue;
-    const code = field.slice(0, 2);
-    changes.push({ path: field.slice(3), untracked: code === '??' });
-    if (code.includes('R') || code.includes('C')) {
-      const source = fields[++i];
-      if (source) changes.push({ path: source, untracked: false });
-    }
-  }
-  return changes;
+/** A checkout as one `git status` saw it: its HEAD and every path that differs from HEAD. */
+export interface WorktreeState {
+  /** HEAD's commit, or null in a repository without one. */
+  readonly head: string | null;
+  /** Changed, deleted and untracked paths (not ignored ones), `.planning/` included, each once. */
+  readonly changes: readonly ChangedFile[];
+  /**
+   * Untracked paths git ignores, as `git status --ignored=matching` lists them: a directory an
+   * ignore pattern matches as one entry ending in `/` (`node_modules/`), else each file.
+   */
+  readonly ignored: readonly string[];
 }
 
-/** Every changed path including untracked and deleted files, `.planning/` excluded. */
-export async function readChanges(dir: string): Promise<ChangedFile[]> {
+/** Fields before the path in porcelain v2's records: `1 XY sub mH mI mW hH hI path`, and so on. */
+const FIELDS_BEFORE_PATH: Readonly<Record<string, number>> = { '1': 8, '2': 9, u: 10, '?': 1, '!': 1 };
+
+/**
+ * Parses `git status --porcelain=v2 -z --branch`. A rename or copy record (`2`) is followed by its
+ * source path, which counts as changed too (it was deleted or read from); both sides are reported.
+ * Ignored records (`!`) are listed apart.
+ */
+export function parsePorcelainV2Z(output: string): WorktreeState {
+  const records = output.split('\0');
+  let head: string | null = null;
+  const changes: ChangedFile[] = [];
+  const ignored: string[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, untracked: boolean) => {
+    if (path === '' || seen.has(path)) return;
+    seen.add(path);
+    changes.push({ path, untracked });
+  };
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] ?? '';
+    if (record.startsWith('# branch.oid ')) {
+      const oid = record.slice('# branch.oid '.length);
+      head = oid === '(initial)' ? null : oid;
+      continue;
+    }
+    const kind = record[0] ?? '';
+    const fields = FIELDS_BEFORE_PATH[kind];
+    if (fields === undefined || record[1] !== ' ') continue;
+    let start = 0;
+    for (let n = 0; n < fields && start !== -1; n++) start = record.indexOf(' ', start + 1);
+    if (start === -1) continue;
+    const path = record.slice(start + 1);
+    if (kind === '!') {
+      ignored.push(path);
+      continue;
+    }
+    add(path, kind === '?');
+    if (kind === '2') add(records[++i] ?? '', false);
+  }
+  return { head, changes, ignored };
+}
+
+/** One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git ignores. */
+export async function readWorktree(dir: string): Promise<WorktreeState> {
   const { stdout } = await runGit(
-    ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames'],
+    [
+      'status',
+      '--porcelain=v2',
+      '-z',
+      '--branch',
+      '--untracked-files=all',
+      '--ignored=matching',
+      '--no-renames',
+    ],
     {
       cwd: dir,
       // status refreshes the index opportunistically; that lock would collide with the agent's own git use.
       env: { GIT_OPTIONAL_LOCKS: '0' },
     },
   );
-  const seen = new Set<string>();
-  return parsePorcelainZ(stdout).filter((change) => {
-    if (isPlanningPath(change.path) || seen.has(change.path)) return false;
-    seen.add(change.path);
-    return true;
-  });
+  return parsePorcelainV2Z(stdout);
+}
+
+/** The agent's changes: `.planning/` left out. */
+export function agentChanges(state: WorktreeState): ChangedFile[] {
+  return state.changes.filter((change) => !isPlanningPath(change.path));
+}
+
+/** Every changed path including untracked and deleted files, `.planning/` excluded. */
+export async function readChanges(dir: string): Promise<ChangedFile[]> {
+  return agentChanges(await readWorktree(dir));
+}
+
+export function changedPaths(state: WorktreeState): string[] {
+  return agentChanges(state)
+    .map((change) => change.path)
+    .sort();
 }
 
 export async function snapshotChanges(dir: string): Promise<string[]> {
-  return (await readChanges(dir)).map((change) => change.path).sort();
+  return changedPaths(await readWorktree(dir));
 }

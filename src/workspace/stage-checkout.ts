@@ -80,7 +80,7 @@ export async function leaseAtCommit(options: LeaseAtCommitOptions): Promise<Comm
   const pool = await checkoutPool(cache, options.place);
   if (options.commit) {
     const lease = pool.claim(options.key, options.commit);
-    if (lease && (await cleanClaimed(lease, options.setup))) {
+    if (lease && (await cleanClaimed(lease, options.commit, options.setup))) {
       return { lease, dir: lease.dir, commit: options.commit, claimed: true };
     }
   }

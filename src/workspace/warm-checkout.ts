@@ -4,10 +4,13 @@
  * excepted), then run setup when its inputs changed. A checkout whose reset fails is discarded and
  * another one is taken, so nothing an earlier attempt wrote is ever seen by a later one.
  */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { runGit } from './git.js';
 import {
   type CheckoutState,
+  claimCleanup,
   commandsKey,
   ignoredEntries,
   inputsKey,
@@ -34,18 +37,43 @@ async function cleanCheckout(dir: string, keep: readonly string[]): Promise<void
  * A checkout handed on from the run stage holds what the run committed, and also whatever the
  * agent left that git ignores (a build output, a file a `.gitignore` rule covers). The criteria
  * must see what a fresh checkout of the pushed commit holds, as on any other host, so those go:
- * one `git clean`, no fetch, no checkout. A failure discards the checkout (the caller falls back).
+ * by the run's own listing when it left one for this commit (no git at all), else one `git clean`;
+ * no fetch, no checkout. A failure discards the checkout (the caller falls back).
  */
-export async function cleanClaimed(lease: CheckoutLease, setup: SetupSpec | undefined): Promise<boolean> {
+export async function cleanClaimed(
+  lease: CheckoutLease,
+  commit: string,
+  setup: SetupSpec | undefined,
+): Promise<boolean> {
   try {
     const state = await readCheckoutState(stateFile(lease));
     const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
-    await cleanCheckout(lease.dir, sameSetup ? (state.setup?.keep ?? []) : []);
+    const keep = sameSetup ? (state.setup?.keep ?? []) : [];
+    const plan = state.left?.commit === commit ? claimCleanup(state.left.ignored, keep) : undefined;
+    if (plan?.kind === 'remove') {
+      for (const path of plan.paths) await rm(join(lease.dir, path), { recursive: true, force: true });
+    } else if (plan?.kind !== 'none') {
+      await cleanCheckout(lease.dir, keep);
+    }
     return true;
   } catch {
     await lease.release({ healthy: false });
     return false;
   }
+}
+
+/**
+ * Records what git ignored in the run's checkout at the commit it published (see cleanClaimed);
+ * best effort: without it the claim cleans with git.
+ */
+export async function noteLeftIgnored(
+  dir: string,
+  commit: string,
+  ignored: readonly string[],
+): Promise<void> {
+  const file = `${dir}.json`;
+  const state = await readCheckoutState(file);
+  await writeCheckoutState(file, { ...state, left: { commit, ignored } }).catch(() => undefined);
 }
 
 function stateFile(lease: CheckoutLease): string {
@@ -72,7 +100,10 @@ export async function leaseCheckout(
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : []);
-      if (!sameSetup && state.setup) await writeCheckoutState(stateFile(lease), {});
+      // What the last run left is gone with the reset; setup's record stays only for the same setup.
+      if (state.left || (!sameSetup && state.setup)) {
+        await writeCheckoutState(stateFile(lease), sameSetup && state.setup ? { setup: state.setup } : {});
+      }
       return lease;
     } catch (error) {
       await lease.release({ healthy: false });

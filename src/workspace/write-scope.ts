@@ -6,7 +6,7 @@
 import { readdir, rm, rmdir } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { runGit } from './git.js';
-import { isPlanningPath, readChanges } from './snapshot-changes.js';
+import { type ChangedFile, isPlanningPath, readChanges } from './snapshot-changes.js';
 
 interface ScopeEntry {
   /** A path allowed exactly, or '' for "everything". */
@@ -55,6 +55,8 @@ export function scopeViolations(
 
 export interface EnforceWriteScopeOptions {
   readonly dir: string;
+  /** The checkout's changes when the caller has read them already (one `git status` per attempt). */
+  readonly changes?: readonly ChangedFile[];
   readonly allowedPaths?: readonly string[];
   readonly readOnly: boolean;
 }
@@ -79,7 +81,7 @@ export async function enforceWriteScope(
   const root = resolve(options.dir);
   // No limit at all: nothing can violate it, and a `git status` of a large tree is not free.
   if (!limitsWrites(options.allowedPaths, options.readOnly)) return { violations: [] };
-  const changes = await readChanges(root);
+  const changes = options.changes ?? (await readChanges(root));
   const violations = scopeViolations(
     changes.map((change) => change.path),
     options.allowedPaths,

@@ -92,6 +92,9 @@ function stageOf(event: AuditEvent): AuditEntry['stage'] {
     case 'cli-unusable':
     case 'setup-failed':
     case 'escaped-checkout':
+    case 'checkpoint':
+    case 'checkpoint-failed':
+    case 'resumed':
       return 'run';
     default:
       return event.kind;

@@ -64,6 +64,33 @@ describe('rate limits and logins on worker hosts', () => {
     expect(builderHost.running).toBe(true);
   });
 
+  it('a rate-limited reviewer hands the review back, waited for rather than replaced by a self-review', async () => {
+    const { file } = await stage.writeMission(
+      mission([
+        task({
+          id: 'reviewed',
+          extra: ['critic: true'],
+          steps: writes('reviewed', '- rate_limit: {times: 2}\n  role: reviewer\n- review: {score: 9}'),
+        }),
+      ]),
+    );
+    const id = await stage.submit(file);
+    const status = await stage.wait(id, 100_000);
+    expect(status.status, await stage.explain(id)).toBe('done');
+    expect(byTask(status, 'reviewed')).toMatchObject({ status: 'completed', attempts: 1, score: 9 });
+    const reviews = (await stage.audit(id)).filter((e) => e.taskId === 'reviewed' && e.stage === 'critic');
+    expect(reviews.map((e) => e.attempt)).toEqual([1, 1, 1]);
+    expect(reviews.slice(0, 2).map((e) => e.message)).toEqual([
+      expect.stringMatching(/^rate limited \(attempt not counted, back to the queue\): .*429/),
+      expect.stringMatching(/^rate limited \(attempt not counted, back to the queue\): .*429/),
+    ]);
+    expect(reviews[2]).toMatchObject({ cli: 'sim-reviewer' });
+    expect(reviews[2]?.message).not.toMatch(/self-review/i);
+    expect((await stage.audit(id)).filter((e) => e.taskId === 'reviewed' && e.stage === 'run')).toHaveLength(
+      1,
+    );
+  });
+
   it('a CLI that is not logged in fails its task at once when no other host can serve it, and is withdrawn', async () => {
     const { file } = await stage.writeMission(
       mission(

@@ -69,6 +69,29 @@ describe('loadMission on a valid file', () => {
     expect(lint?.capability).toBe('refactoring');
   });
 
+  it.each<[string, number]>([
+    ['', 120_000],
+    ['defaults: { checkpoint_interval: 30s }', 30_000],
+    ['defaults: { checkpoint_interval: 1m30s }', 90_000],
+    ['defaults: { checkpoint_interval: off }', 0],
+    ['defaults: { checkpoint_interval: 0 }', 0],
+  ])('reads the checkpoint interval from %j', async (line, expected) => {
+    const file = await write(
+      'mission.yaml',
+      yaml(
+        'goal: g',
+        ...(line ? [line] : []),
+        'tasks:',
+        '  - id: a',
+        '    title: A',
+        '    exit_criteria: [x]',
+      ),
+    );
+    const { mission, problems } = await loadMission(file);
+    expect(problems).toEqual([]);
+    expect(mission?.checkpointMs).toBe(expected);
+  });
+
   it('does not check cli pins (hosts decide) and accepts task_type equal to capability', async () => {
     const problems = await problemsOf(
       yaml(
@@ -135,6 +158,28 @@ describe('problems, one mistake at a time', () => {
         name: 'duration of the wrong type',
         text: yaml('goal: g', 'defaults: { backoff: true }', 'tasks:', ...task),
         expected: [[2, 'defaults.backoff', 'expected a duration like 90s, 10m or 1h30m, got true']],
+      },
+      {
+        name: 'checkpoint interval that is no duration',
+        text: yaml('goal: g', 'defaults:', '  checkpoint_interval: often', 'tasks:', ...task),
+        expected: [
+          [
+            3,
+            'defaults.checkpoint_interval',
+            "expected a duration of at least 1s like 30s or 2m, or off to save no checkpoints, got 'often'",
+          ],
+        ],
+      },
+      {
+        name: 'checkpoint interval below a second',
+        text: yaml('goal: g', 'defaults: { checkpoint_interval: 500ms }', 'tasks:', ...task),
+        expected: [
+          [
+            2,
+            'defaults.checkpoint_interval',
+            "expected a duration of at least 1s like 30s or 2m, or off to save no checkpoints, got '500ms'",
+          ],
+        ],
       },
       {
         name: 'missing required key points at the mapping that lacks it',

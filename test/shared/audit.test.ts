@@ -46,6 +46,22 @@ describe('renderAuditEvent', () => {
       "exit criteria passed: ✓ test -f a (in the run's checkout)",
     ],
     [
+      { kind: 'checkpoint', commit: 'a'.repeat(40), ref: 'refs/flotilla-wip/m/t/a1', durationMs: 42 },
+      'checkpoint aaaaaaaaaaaa saved to refs/flotilla-wip/m/t/a1 (42 ms)',
+    ],
+    [
+      { kind: 'checkpoint-failed', action: 'save', reason: 'git push: connection refused' },
+      'checkpoint not saved (the run goes on): git push: connection refused',
+    ],
+    [
+      { kind: 'checkpoint-failed', action: 'resume', reason: 'git fetch: timed out' },
+      'checkpoint not resumed from (the run starts from the base): git fetch: timed out',
+    ],
+    [
+      { kind: 'resumed', commit: 'a'.repeat(40), baseCommit: 'b'.repeat(40) },
+      'resumed from checkpoint aaaaaaaaaaaa of the interrupted run, on its base bbbbbbbbbbbb (the same attempt)',
+    ],
+    [
       { kind: 'run-refused', reason: 'budget of $1 spent ($1.20); attempt 2 not started' },
       'budget of $1 spent ($1.20); attempt 2 not started',
     ],

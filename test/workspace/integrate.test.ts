@@ -4,13 +4,13 @@ import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
-import { checkoutAttempt } from '../../src/workspace/attempt-checkout.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
 import { runGit } from '../../src/workspace/git.js';
 import { integrateAttempt } from '../../src/workspace/integrate.js';
 import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
+import { checkoutAttempt } from '../helpers/checkouts.js';
 
 /**
  * The gate's merge without a checkout (DESIGN.md §4 step 8): merge-tree + commit-tree + a

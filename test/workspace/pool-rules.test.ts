@@ -7,7 +7,7 @@ import {
   keepOnRelease,
   type PoolEntry,
 } from '../../src/workspace/pool-rules.js';
-import { setupOutputs } from '../../src/workspace/setup.js';
+import { claimCleanup, setupOutputs } from '../../src/workspace/setup.js';
 
 const NOW = 100_000;
 const limits = { keep: 2, max: 4, growAfterMs: 2_000, stealAfterMs: 5_000 };
@@ -142,5 +142,49 @@ describe('setupOutputs', () => {
   ];
   it.each(cases)('%s', (_name, before, after, earlier, expected) => {
     expect(setupOutputs(before, after, earlier)).toEqual(expected);
+  });
+});
+
+describe('claimCleanup', () => {
+  it.each([
+    { name: 'nothing ignored', ignored: [], keep: [], expected: { kind: 'none' } },
+    {
+      name: "only setup's output",
+      ignored: ['node_modules/'],
+      keep: ['/node_modules/'],
+      expected: { kind: 'none' },
+    },
+    {
+      name: "the agent's build output goes, setup's stays",
+      ignored: ['dist/', 'node_modules/', 'a.log'],
+      keep: ['/node_modules/'],
+      expected: { kind: 'remove', paths: ['dist', 'a.log'] },
+    },
+    {
+      name: 'a file inside a kept folder stays',
+      ignored: ['src/build/y.log'],
+      keep: ['/src/build/'],
+      expected: { kind: 'none' },
+    },
+    {
+      name: "flotilla's .planning/ is never touched",
+      ignored: ['.planning/'],
+      keep: [],
+      expected: { kind: 'none' },
+    },
+    {
+      name: 'an ignored folder holding a kept one is left to git clean',
+      ignored: ['build/'],
+      keep: ['/build/gen/'],
+      expected: { kind: 'git-clean' },
+    },
+    {
+      name: 'a prefix is not a parent',
+      ignored: ['node_modules2/'],
+      keep: ['/node_modules/'],
+      expected: { kind: 'remove', paths: ['node_modules2'] },
+    },
+  ])('$name', ({ ignored, keep, expected }) => {
+    expect(claimCleanup(ignored, keep)).toEqual(expected);
   });
 });

@@ -4,14 +4,17 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CheckoutPool, checkoutPool } from '../../src/workspace/checkout-pool.js';
+import { commitAttempt } from '../../src/workspace/commit.js';
 import { runGit } from '../../src/workspace/git.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
+import { readWorktree } from '../../src/workspace/snapshot-changes.js';
 import { attemptKey, leaseAtCommit, leaseForRun } from '../../src/workspace/stage-checkout.js';
 import {
   type CommandOutcome,
   describeSetupFailure,
   ensureSetup,
   leaseCheckout,
+  noteLeftIgnored,
   type SetupFailure,
 } from '../../src/workspace/warm-checkout.js';
 
@@ -189,6 +192,76 @@ describe('warm checkouts', () => {
     expect(elsewhere.commit).toBe(commit);
     expect(await readFile(join(elsewhere.dir, 'work.txt'), 'utf8')).toBe('done\n');
     await elsewhere.lease.release();
+  });
+
+  it("cleans the claimed checkout by the run's own listing of what git ignores, keeping setup's output and flotilla's files", async () => {
+    const { dir, base } = await repo();
+    // Like the kernel's: every dot-folder is ignored, flotilla's .planning/ too.
+    await writeFile(join(dir, '.gitignore'), 'node_modules/\ndist/\n*.log\n.*\n!.gitignore\n');
+    await git(dir, 'add', '-A');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'ignores');
+    await git(dir, 'branch', 'flotilla/m2');
+    const cache = await openRepoCache({ repo: dir, cacheDir: scratch('cache') });
+    const place = { root: scratch('co'), keep: 1 };
+    const setup = { commands: ['mkdir -p node_modules/x && echo dep > node_modules/x/i.js'], inputs: [] };
+    const run = await leaseForRun({ cache, place, missionId: 'm2', setup });
+    const ran = await ensureSetup({ lease: run.lease, commit: run.baseCommit, setup, runCommand: bash });
+    expect(ran.failure).toBeUndefined();
+    // The agent's work, its ignored build output, and flotilla's dispatch file.
+    await writeFile(join(run.dir, 'work.txt'), 'done\n');
+    await mkdir(join(run.dir, 'dist'), { recursive: true });
+    await writeFile(join(run.dir, 'dist', 'built.js'), 'ignored output\n');
+    await writeFile(join(run.dir, 'agent.log'), 'ignored log\n');
+    await mkdir(join(run.dir, '.planning', 'dispatch'), { recursive: true });
+    await writeFile(join(run.dir, '.planning', 'dispatch', 't-a1-RESULT.md'), 'result\n');
+    const worktree = await readWorktree(run.dir);
+    expect([...worktree.ignored].sort()).toEqual(['.planning/', 'agent.log', 'dist/', 'node_modules/']);
+    const committed = await commitAttempt({
+      dir: run.dir,
+      message: 'work',
+      ref: 'refs/flotilla/m2/t/a1',
+      baseCommit: run.baseCommit,
+      worktree,
+      localRepo: dir,
+    });
+    await noteLeftIgnored(run.dir, committed.commit, worktree.ignored);
+    const key = attemptKey('m2', 't', 1);
+    run.lease.park(key, committed.commit);
+    // Written after the listing: a walk (`git clean`) would take it, the listing does not know it.
+    await writeFile(join(run.dir, 'after-the-listing.log'), 'x\n');
+
+    const here = await leaseAtCommit({
+      cache,
+      place,
+      key,
+      branch: 'refs/flotilla/m2/t/a1',
+      commit: committed.commit,
+      setup,
+    });
+    expect(here.claimed).toBe(true);
+    expect(await exists(join(here.dir, 'dist'))).toBe(false);
+    expect(await exists(join(here.dir, 'agent.log'))).toBe(false);
+    expect(await readFile(join(here.dir, 'node_modules', 'x', 'i.js'), 'utf8')).toBe('dep\n');
+    expect(await readFile(join(here.dir, '.planning', 'dispatch', 't-a1-RESULT.md'), 'utf8')).toBe(
+      'result\n',
+    );
+    expect(await readFile(join(here.dir, 'work.txt'), 'utf8')).toBe('done\n');
+    expect(await exists(join(here.dir, 'after-the-listing.log'))).toBe(true);
+    // Parked again at the same commit, but the listing was for another one: git cleans.
+    await noteLeftIgnored(here.dir, base, []);
+    here.lease.park(key, committed.commit);
+    const again = await leaseAtCommit({
+      cache,
+      place,
+      key,
+      branch: 'refs/flotilla/m2/t/a1',
+      commit: committed.commit,
+      setup,
+    });
+    expect(again.claimed).toBe(true);
+    expect(await exists(join(again.dir, 'after-the-listing.log'))).toBe(false);
+    expect(await readFile(join(again.dir, 'node_modules', 'x', 'i.js'), 'utf8')).toBe('dep\n');
+    await again.lease.release();
   });
 
   it('frees a parked checkout whose verify never comes (a lost job), so it is never held for ever', async () => {

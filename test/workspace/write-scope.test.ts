@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePorcelainZ } from '../../src/workspace/snapshot-changes.js';
+import { parsePorcelainV2Z } from '../../src/workspace/snapshot-changes.js';
 import { describeViolations, limitsWrites, scopeViolations } from '../../src/workspace/write-scope.js';
 
 describe('scopeViolations', () => {
@@ -149,28 +149,45 @@ describe('describeViolations', () => {
   });
 });
 
-describe('parsePorcelainZ', () => {
-  it('reads modified, untracked, deleted and renamed entries, with names that need no quoting', () => {
+describe('parsePorcelainV2Z', () => {
+  const oid = 'a'.repeat(40);
+  const entry = (xy: string, path: string) => `1 ${xy} N... 100644 100644 100644 ${oid} ${oid} ${path}`;
+  it('reads HEAD and modified, untracked, deleted, renamed and unmerged entries, names with spaces kept', () => {
     const output = [
-      ' M src/a.ts',
-      '?? new file.txt',
-      ' D gone.md',
-      'R  to.ts',
+      `# branch.oid ${oid}`,
+      '# branch.head (detached)',
+      entry('.M', 'src/a.ts'),
+      '? new file.txt',
+      entry('.D', 'gone.md'),
+      `2 R. N... 100644 100644 100644 ${oid} ${oid} R100 to.ts`,
       'from.ts',
-      'A  "q".ts',
+      entry('A.', '"q".ts'),
+      `u UU N... 100644 100644 100644 100644 ${oid} ${oid} ${oid} both.txt`,
+      '! build/',
+      entry('.M', 'src/a.ts'),
       '',
     ].join('\0');
-    expect(parsePorcelainZ(output)).toEqual([
-      { path: 'src/a.ts', untracked: false },
-      { path: 'new file.txt', untracked: true },
-      { path: 'gone.md', untracked: false },
-      { path: 'to.ts', untracked: false },
-      { path: 'from.ts', untracked: false },
-      { path: '"q".ts', untracked: false },
-    ]);
+    expect(parsePorcelainV2Z(output)).toEqual({
+      head: oid,
+      changes: [
+        { path: 'src/a.ts', untracked: false },
+        { path: 'new file.txt', untracked: true },
+        { path: 'gone.md', untracked: false },
+        { path: 'to.ts', untracked: false },
+        { path: 'from.ts', untracked: false },
+        { path: '"q".ts', untracked: false },
+        { path: 'both.txt', untracked: false },
+      ],
+      ignored: ['build/'],
+    });
   });
 
-  it('returns nothing for a clean tree', () => {
-    expect(parsePorcelainZ('')).toEqual([]);
+  it('returns nothing for a clean tree, and no HEAD before the first commit', () => {
+    expect(parsePorcelainV2Z(`# branch.oid ${oid}\0`)).toEqual({ head: oid, changes: [], ignored: [] });
+    expect(parsePorcelainV2Z('# branch.oid (initial)\0? a\0')).toEqual({
+      head: null,
+      changes: [{ path: 'a', untracked: true }],
+      ignored: [],
+    });
   });
 });

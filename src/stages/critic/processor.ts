@@ -14,6 +14,7 @@ import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
 import { enterStage, recordStage } from '../record.js';
+import { applyReply, decideReply, otherCliCanServe, RATE_LIMIT_GIVE_BACK_MS } from '../reply.js';
 import { acquireSlots } from '../slots.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import { buildReviewPrompt } from './review-prompt.js';
@@ -56,6 +57,9 @@ export async function reviewAttempt(
     usableClis(ctx).map((c) => c.adapter),
   );
   if (!reviewer || reviewer.selfReview || !reviewer.config.capabilities.includes('code_review')) {
+    // A reviewer that is only resting after a rate limit is waited for: no self-review meanwhile.
+    const resting = restingReviewerMs(ctx, builder);
+    if (resting > 0) return giveBack(job, token, Math.min(resting, RATE_LIMIT_GIVE_BACK_MS));
     const elsewhere = (await ctx.store.liveHosts()).some(
       (h) =>
         h.hostId !== ctx.hostId &&
@@ -125,6 +129,19 @@ export async function reviewAttempt(
       return { verify, ran: true, cli: adapter.cli, error };
     }
     const { outcome, usage } = run;
+    // A rate limit or a login problem says nothing about the work: the review is not counted
+    // against the attempt, the job goes back (to another reviewer, or here once the CLI has rested).
+    const reply = outcome.cancelled ? null : run.replyClass;
+    const action = decideReply(reply, {
+      cliName: adapter.displayName,
+      ...(adapter.config.cooldown_ms !== undefined ? { cooldownMs: adapter.config.cooldown_ms } : {}),
+      otherHostCanServe: reply?.kind === 'auth' && (await otherCliCanServe(ctx, 'code_review', adapter.cli)),
+    });
+    if (action.action !== 'none' && reply) {
+      await applyReply(ctx, { missionId, taskId, attempt }, 'critic', adapter, reply, action);
+      if (action.action === 'fail') return { verify, ran: false, cli: adapter.cli, error: action.error };
+      return await giveBack(job, token, action.giveBackMs);
+    }
     const resultText = run.resultFileText ?? run.answer;
     const verdict = parseVerdict(resultText, task.minScore);
     if (usage?.costUsd) await ctx.store.addCost(missionId, usage.costUsd);
@@ -170,4 +187,16 @@ export async function reviewAttempt(
     release();
     await lease?.release();
   }
+}
+
+/** How long until a code_review CLI of this host other than the builder's ends its rate-limit rest; 0 when none rests. */
+function restingReviewerMs(ctx: HostContext, builder: string, now = Date.now()): number {
+  let soonest = 0;
+  for (const { adapter } of ctx.clis) {
+    if (adapter.cli === builder || ctx.disabled.has(adapter.cli)) continue;
+    if (!adapter.config.capabilities.includes('code_review')) continue;
+    const left = (ctx.coolingUntil.get(adapter.cli) ?? 0) - now;
+    if (left > 0 && (soonest === 0 || left < soonest)) soonest = left;
+  }
+  return soonest;
 }

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import { spawnedCli } from '../../shared/audit.js';
 import { type FinalizeJobData, integrationBranch } from '../../shared/contracts.js';
 import { type Receipt, signReceipt } from '../../shared/receipt.js';
+import { deleteMissionCheckpoints } from '../../workspace/checkpoint.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
@@ -40,6 +41,13 @@ export async function finalizeMission(
   await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
   await writeReceipt(ctx, end);
+  // Best effort: a leftover checkpoint ref is clutter in the user's repository, not a failure.
+  await deleteMissionCheckpoints(
+    await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir }),
+    missionId,
+  ).catch((error: unknown) =>
+    ctx.logger.warn({ missionId, err: error }, 'could not delete leftover checkpoint refs'),
+  );
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
   ctx.missions.delete(missionId);
   await ctx.store.publishControl({ type: 'finished', missionId });

@@ -7,7 +7,8 @@ import type { Adapter } from '../../shared/adapter.js';
 import { attemptRef, type RunResult } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import { commitAttempt } from '../../workspace/commit.js';
-import { snapshotChanges } from '../../workspace/snapshot-changes.js';
+import { agentChanges, changedPaths, readWorktree } from '../../workspace/snapshot-changes.js';
+import { noteLeftIgnored } from '../../workspace/warm-checkout.js';
 import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
 import type { HostContext } from '../context.js';
 import { recordStage } from '../record.js';
@@ -25,6 +26,8 @@ export interface FinishInput {
   readonly dir: string;
   /** The integration commit the checkout started from; commits the agent made are folded into one. */
   readonly baseCommit?: string;
+  /** The mission repo when it is a local path: the attempt is written into it without a push. */
+  readonly localRepo?: string;
   readonly paths: DispatchPaths;
   readonly prompt: string;
   readonly run: AgentRun;
@@ -47,18 +50,21 @@ export interface FinishInput {
 export async function finishRun(ctx: HostContext, input: FinishInput): Promise<RunResult> {
   const { missionId, task, attempt, adapter, dir, paths, run } = input;
   const resultFile = join(dir, paths.resultPath);
+  // The one walk of the checkout per attempt: the result, the write scope and the commit all use it.
+  const worktree = await readWorktree(dir);
   const collected = collectResult({
     exitCode: run.outcome.exitCode,
     timedOut: run.outcome.timedOut,
     stdout: run.answer,
     stderr: run.outcome.stderr,
     resultFileText: run.resultFileText,
-    changedFiles: await snapshotChanges(dir),
+    changedFiles: changedPaths(worktree),
   });
   if (run.resultFileText === null && collected.source === 'stdout')
     await writeFile(resultFile, collected.text);
   const scope = await enforceWriteScope({
     dir,
+    changes: agentChanges(worktree),
     allowedPaths: input.allowedPaths ? [...input.allowedPaths] : undefined,
     readOnly: task.controlMode === 'advisory' || task.controlMode === 'surgical',
   });
@@ -76,9 +82,13 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
   const committed = await commitAttempt({
     dir,
     ref: branch,
+    worktree,
+    ...(input.localRepo ? { localRepo: input.localRepo } : {}),
     ...(input.baseCommit ? { baseCommit: input.baseCommit } : {}),
     message: `flotilla: ${task.id} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
   });
+  // The verify that continues in this checkout cleans by this listing instead of a walk of its own.
+  await noteLeftIgnored(dir, committed.commit, worktree.ignored);
   const costUsd = run.usage?.costUsd;
   if (costUsd) {
     await ctx.store.addCost(missionId, costUsd);

@@ -6,20 +6,23 @@ import { dispatchTaskId, type RunJobData, type RunResult } from '../../shared/co
 import { FlotillaError } from '../../shared/errors.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
-import { openRepoCache } from '../../workspace/repo-cache.js';
-import { attemptKey, leaseForRun } from '../../workspace/stage-checkout.js';
+import { isRepoUrl, openRepoCache } from '../../workspace/repo-cache.js';
+import { attemptKey } from '../../workspace/stage-checkout.js';
 import { invokeOnHost, recordEscape } from '../agent-run.js';
-import { poolPlace, runSetup } from '../checkout.js';
+import { runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
 import { assertLockHeld } from '../lock-fence.js';
 import { recordStage } from '../record.js';
+import { applyReply, decideReply, NO_CLI_GIVE_BACK_MS, otherCliCanServe } from '../reply.js';
 import { acquireSlots } from '../slots.js';
+import { checkpointIntervalMs, mayHaveCheckpoint } from './checkpoint-plan.js';
+import { dropCheckpoint, startCheckpoints, type WipState } from './checkpoints.js';
 import { chooseCli } from './choose-cli.js';
-import { decideReply, NO_CLI_GIVE_BACK_MS } from './decide.js';
 import { finishRun } from './finish.js';
 import { assemblePrompt } from './prompt.js';
 import { gatherPromptFacts } from './prompt-input.js';
+import { leaseRunCheckout } from './resume-run.js';
 import { setupFailed } from './setup-failure.js';
 
 /**
@@ -84,18 +87,25 @@ export async function runAttempt(
       message: `running on ${ctx.hostId} with ${chosen.adapter.displayName}`,
     });
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });
-    const checkout = await leaseForRun({
+    const log = ctx.logger.child({ missionId, taskId, attempt, host: ctx.hostId, cli: chosen.adapter.cli });
+    const intervalMs = checkpointIntervalMs(spec);
+    const checkout = await leaseRunCheckout(ctx, {
+      job,
       cache,
-      place: poolPlace(ctx),
-      missionId,
-      setup: task.setup,
+      task,
+      cli: chosen.adapter.cli,
+      intervalMs,
       signal,
+      log,
     });
     lease = checkout.lease;
+    // A delivery after the first may find its attempt's checkpoint ref (resumed from or not): it
+    // goes once the attempt has its result.
+    const wip: WipState = { exists: mayHaveCheckpoint(job, intervalMs) };
     const setup = await runSetup(ctx, checkout.lease, checkout.baseCommit, task, signal);
     if (setup.failure) {
       const failed = { ...setup, failure: setup.failure };
-      return await setupFailed(ctx, {
+      const ended = await setupFailed(ctx, {
         missionId,
         taskId,
         attempt,
@@ -103,6 +113,8 @@ export async function runAttempt(
         setup: failed,
         startedAt,
       });
+      await dropCheckpoint(ctx, { job, token, dir: checkout.dir, wip, log });
+      return ended;
     }
     // `return await` inside try: a bare `return` runs the finally (an awaited lease release)
     // while a rejected promise goes unobserved, and Node ends the host on the unhandled rejection.
@@ -114,9 +126,12 @@ export async function runAttempt(
       cli: chosen,
       dir: checkout.dir,
       baseCommit: checkout.baseCommit,
+      ...(isRepoUrl(meta.repo) ? {} : { localRepo: meta.repo }),
       startedAt,
       setupLog: setup.ran ? setup.log : undefined,
+      checkpoints: { intervalMs, wip, ...(checkout.resumed ? { resumedTree: checkout.resumed.tree } : {}) },
     });
+    await dropCheckpoint(ctx, { job, token, dir: checkout.dir, wip, log });
     if (result.outcome === 'done' && result.commit) parkAt = result.commit;
     return result;
   } finally {
@@ -135,9 +150,17 @@ interface RunInput {
   readonly dir: string;
   /** The integration commit the checkout started from. */
   readonly baseCommit: string;
+  /** The mission repo when it is a local path. */
+  readonly localRepo?: string;
   readonly startedAt: number;
   /** The output of setup when it ran for this attempt, for the audit trail. */
   readonly setupLog?: string | undefined;
+  readonly checkpoints: {
+    readonly intervalMs: number;
+    readonly wip: WipState;
+    /** Set when the checkout holds the checkpoint of an interrupted run of this attempt. */
+    readonly resumedTree?: string;
+  };
 }
 
 async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResult> {
@@ -159,7 +182,8 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
 
   const paths = dispatchPaths(adapter, dispatchTaskId(taskId, attempt));
   const facts = await gatherPromptFacts(ctx.store, { missionId, spec, task, attempt }, paths.resultPath);
-  const prompt = assemblePrompt(facts.input);
+  const interrupted = input.checkpoints.resumedTree !== undefined;
+  const prompt = assemblePrompt(interrupted ? { ...facts.input, interrupted } : facts.input);
   if (promptTooLarge(adapter, prompt)) {
     const max = adapter.config.max_prompt_size ?? adapter.maxPromptSize;
     return failed(
@@ -173,6 +197,17 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     'starting CLI',
   );
   const model = resolveModel(adapter, facts.modelTier);
+  const checkpoints = startCheckpoints(ctx, {
+    job,
+    token: input.token,
+    cli: adapter.cli,
+    dir,
+    baseCommit: input.baseCommit,
+    intervalMs: input.checkpoints.intervalMs,
+    wip: input.checkpoints.wip,
+    log,
+    ...(input.checkpoints.resumedTree ? { resumedTree: input.checkpoints.resumedTree } : {}),
+  });
   const run = await invokeOnHost(ctx, {
     adapter,
     cwd: dir,
@@ -181,7 +216,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     model,
     timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
     signal: input.signal,
-  });
+  }).finally(() => checkpoints.stop());
   if (run.invocation.note) log.info(run.invocation.note);
   if (run.escaped) {
     const error = await recordEscape(
@@ -199,45 +234,14 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
   }
 
   const reply = run.replyClass;
-  const otherHostCanServe =
-    reply?.kind === 'auth' &&
-    (await ctx.store.liveHosts()).some((h) =>
-      h.clis.some(
-        (c) =>
-          c.capabilities.includes(job.data.capability) && (h.hostId !== ctx.hostId || c.cli !== adapter.cli),
-      ),
-    );
   const action = decideReply(reply, {
     cliName: adapter.displayName,
     ...(adapter.config.cooldown_ms !== undefined ? { cooldownMs: adapter.config.cooldown_ms } : {}),
-    otherHostCanServe,
+    otherHostCanServe:
+      reply?.kind === 'auth' && (await otherCliCanServe(ctx, job.data.capability, adapter.cli)),
   });
-  const ref = { missionId, taskId, attempt };
-  if (action.action === 'cool-down' && reply) {
-    ctx.coolingUntil.set(adapter.cli, Date.now() + action.cooldownMs);
-    log.warn({ cooldownMs: action.cooldownMs }, `${adapter.displayName} is rate limited: ${reply.message}`);
-    await ctx.onAdvertisedChange();
-    await recordStage(ctx, ref, 'run', {
-      cli: adapter.cli,
-      event: { kind: 'rate-limited', cli: adapter.cli, reply: reply.message, cooldownMs: action.cooldownMs },
-    });
-    await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
-    return await giveBack(job, input.token, action.giveBackMs);
-  }
-  if ((action.action === 'hand-over' || action.action === 'fail') && reply) {
-    ctx.disabled.set(adapter.cli, reply.message);
-    log.error(`${adapter.displayName} is not usable on this host: ${reply.message}`);
-    await ctx.onAdvertisedChange();
-    await recordStage(ctx, ref, 'run', {
-      cli: adapter.cli,
-      event: {
-        kind: 'cli-unusable',
-        cli: adapter.cli,
-        cliName: adapter.displayName,
-        reply: reply.message,
-        handedOver: action.action === 'hand-over',
-      },
-    });
+  if (action.action !== 'none' && reply) {
+    await applyReply(ctx, { missionId, taskId, attempt }, 'run', adapter, reply, action);
     if (action.action === 'fail') return failed(`${adapter.displayName} cannot run`, action.error, true);
     await ctx.store.mark(missionId, taskId, attempt, 'queued', {});
     return await giveBack(job, input.token, action.giveBackMs);
@@ -272,6 +276,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     adapter,
     dir,
     baseCommit: input.baseCommit,
+    ...(input.localRepo ? { localRepo: input.localRepo } : {}),
     paths,
     prompt,
     run,

@@ -29,6 +29,11 @@ export interface PromptInput {
   /** `attempt` is the number of the attempt that failed; `feedback` is what the gate wrote. */
   readonly retry?: { readonly attempt: number; readonly maxAttempts: number; readonly feedback: string };
   readonly continuation?: { readonly questions: string; readonly answers: string };
+  /**
+   * True when this run resumes from a checkpoint: the previous run of the same attempt was
+   * interrupted (its host stopped) and its work so far is in the checkout.
+   */
+  readonly interrupted?: boolean;
 }
 
 export const NO_HANDOFF = 'No handoff context available from prior waves. Proceed with task instructions.';
@@ -41,6 +46,11 @@ export const RESULT_SECTIONS_TEXT = [
   '- **Issues**: Any problems encountered (or "None")',
   '- **Errors**: Error details if failed (or "None")',
 ].join('\n');
+
+export const INTERRUPTED_TEXT = [
+  '## Resumed After an Interruption',
+  'The previous run of this task was interrupted before it finished. Its work so far, as of its last checkpoint, is already in your working directory as uncommitted changes. Look at what is there and continue the task from it instead of starting over.',
+].join('\n\n');
 
 export const NO_STDOUT = 'Do not write anything to stdout — write the full result to the file above.';
 
@@ -55,6 +65,7 @@ export function assemblePrompt(input: PromptInput): string {
     taskText(input.missionGoal, task, input.controlMode),
     input.retry ? retryText(input.retry) : '',
     input.continuation ? continuationText(input.continuation) : '',
+    input.interrupted ? INTERRUPTED_TEXT : '',
     resultInstruction(input.resultPath),
   ];
   return joinParts(parts);

@@ -197,6 +197,7 @@ describe('assemblePrompt rules', () => {
         handoff: [{ taskId: 'mean', title: 'Add mean()', summary: 'done', outputs: '', findings: '' }],
         retry: { attempt: 1, maxAttempts: 3, feedback: 'x' },
         continuation: { questions: 'q', answers: 'a' },
+        interrupted: true,
       }),
     );
     const order = [
@@ -209,10 +210,23 @@ describe('assemblePrompt rules', () => {
       '## ⚠️ PREVIOUS ATTEMPT FAILED (attempt 1/3)',
       'Fix these issues.',
       '## Continuation',
+      '## Resumed After an Interruption',
       '## Result Instructions',
     ].map((heading) => prompt.indexOf(heading));
     expect(order.every((at) => at >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+
+  it.each<[string, Partial<PromptInput>, boolean]>([
+    ['a first run', {}, false],
+    ['a run resumed from a checkpoint', { interrupted: true }, true],
+    ['a retry that was not interrupted', { retry: { attempt: 1, maxAttempts: 3, feedback: 'x' } }, false],
+    ['an explicit false', { interrupted: false }, false],
+  ])('%s: the interrupted line %s', (_name, overrides, expected) => {
+    const prompt = assemblePrompt(input(overrides));
+    const line = 'The previous run of this task was interrupted before it finished.';
+    expect(prompt.includes(line)).toBe(expected);
+    expect(prompt.includes('is already in your working directory as uncommitted changes')).toBe(expected);
   });
 
   it.each([

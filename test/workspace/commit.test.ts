@@ -1,0 +1,289 @@
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attemptRef } from '../../src/shared/contracts.js';
+import { commitAttempt } from '../../src/workspace/commit.js';
+import { importPath, importStream } from '../../src/workspace/fast-import.js';
+import { runGit } from '../../src/workspace/git.js';
+import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
+import { openRepoCache } from '../../src/workspace/repo-cache.js';
+import { removeWorktree } from '../../src/workspace/worktree.js';
+import { checkoutAttempt } from '../helpers/checkouts.js';
+
+/**
+ * An attempt's commits are written by `git fast-import` from the paths `git status` listed (no
+ * `git add -A`, no pathspec commit): whatever the agent can leave in a checkout must come out in
+ * the commit exactly as `git add -A` would have taken it.
+ */
+describe('importPath', () => {
+  it.each([
+    ['src/a.ts', 'src/a.ts'],
+    ['a file with spaces.txt', 'a file with spaces.txt'],
+    ['"quoted".txt', '"\\"quoted\\".txt"'],
+    ['line\nbreak.txt', '"line\\012break.txt"'],
+    ['tab\there\\and-backslash', '"tab\\011here\\\\and-backslash"'],
+    ['back\\slash only', 'back\\slash only'],
+    ['ünïcödé.md', 'ünïcödé.md'],
+  ])('%j is written as %s', (path, written) => {
+    expect(importPath(path)).toBe(written);
+  });
+});
+
+describe('importStream', () => {
+  it('writes each commit with its parent, then asks for their ids in order and ends with done', () => {
+    const stream = importStream([
+      {
+        ref: 'HEAD',
+        mark: 1,
+        parent: 'a'.repeat(40),
+        author: 'sim <sim@example.com>',
+        committer: 'flotilla <flotilla@localhost>',
+        time: 1_700_000_000,
+        message: 'work',
+        entries: [
+          { path: 'a.txt', mode: '100644', content: Buffer.from('hé\n') },
+          { path: 'gone.txt', deleted: true },
+        ],
+      },
+      {
+        ref: 'HEAD',
+        mark: 2,
+        parent: ':1',
+        author: 'a <a@b>',
+        committer: 'a <a@b>',
+        time: 1,
+        message: 'dispatch',
+        entries: [],
+      },
+    ]).toString('utf8');
+    expect(stream).toBe(
+      [
+        'commit HEAD',
+        'mark :1',
+        'author sim <sim@example.com> 1700000000 +0000',
+        'committer flotilla <flotilla@localhost> 1700000000 +0000',
+        'data 4',
+        'work',
+        `from ${'a'.repeat(40)}`,
+        'M 100644 inline a.txt',
+        // The byte length, not the character count.
+        'data 4',
+        'hé\n',
+        'D gone.txt',
+        '',
+        'commit HEAD',
+        'mark :2',
+        'author a <a@b> 1 +0000',
+        'committer a <a@b> 1 +0000',
+        'data 8',
+        'dispatch',
+        'from :1',
+        '',
+        'get-mark :1',
+        'get-mark :2',
+        'done',
+        '',
+      ].join('\n'),
+    );
+  });
+});
+
+let root: string;
+let counter = 0;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-commit-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+function scratch(name: string): string {
+  counter += 1;
+  return join(root, `${name}-${counter}`);
+}
+async function git(cwd: string, ...args: string[]): Promise<string> {
+  return (await runGit(args, { cwd })).stdout.replace(/\n$/, '');
+}
+
+async function checkoutOf(missionId: string, files: Record<string, string>) {
+  const dir = scratch('mission');
+  await mkdir(dir, { recursive: true });
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, '..'), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  const prepared = await prepareWorkspace({ workspace: dir, missionId });
+  const cache = await openRepoCache({ repo: prepared.repo, cacheDir: scratch('cache') });
+  const checkout = await checkoutAttempt({
+    cache,
+    workRoot: scratch('work'),
+    missionId,
+    taskId: 't',
+    attempt: 1,
+  });
+  return { prepared, checkout };
+}
+
+/** What `git add -A && git commit` makes of the same checkout, for comparison: tree entries with modes. */
+async function treeListing(repo: string, commit: string): Promise<string> {
+  return git(repo, 'ls-tree', '-r', '--full-tree', commit);
+}
+
+describe('commitAttempt', () => {
+  it('takes new, changed, deleted, executable, binary, symlinked and oddly named files as `git add -A` would', async () => {
+    const { prepared, checkout } = await checkoutOf('c1', {
+      'README.md': '# calc\n',
+      'src/old.ts': 'old\n',
+      'src/keep.ts': 'keep\n',
+      'run.sh': 'echo hi\n',
+      '.gitignore': 'build/\n*.log\n',
+    });
+    const dir = checkout.dir;
+    await writeFile(join(dir, 'README.md'), '# calc, changed\n');
+    await unlink(join(dir, 'src/old.ts'));
+    await chmod(join(dir, 'run.sh'), 0o755);
+    await mkdir(join(dir, 'deep/er/still'), { recursive: true });
+    await writeFile(join(dir, 'deep/er/still/new.ts'), 'new\n');
+    await writeFile(join(dir, 'blob.bin'), Buffer.from([0, 255, 10, 13, 0, 1]));
+    await symlink('src/keep.ts', join(dir, 'link-to-keep'));
+    await writeFile(join(dir, 'a name with spaces.txt'), 'spaces\n');
+    await writeFile(join(dir, '"quoted"\nname.txt'), 'odd\n');
+    await mkdir(join(dir, 'build'), { recursive: true });
+    await writeFile(join(dir, 'build/out.js'), 'ignored\n');
+    await writeFile(join(dir, 'debug.log'), 'ignored\n');
+    await mkdir(join(dir, '.planning/dispatch/archive'), { recursive: true });
+    await writeFile(join(dir, '.planning/dispatch/archive/x-PROMPT.md'), 'the prompt\n');
+    await writeFile(join(dir, '.planning/notes.md'), "the user's own planning note\n");
+
+    const committed = await commitAttempt({
+      dir,
+      message: 't: work',
+      ref: attemptRef('c1', 't', 1),
+      baseCommit: checkout.baseCommit,
+      author: 'sim <sim@example.com>',
+    });
+    expect(committed.changed).toBe(true);
+
+    // The same checkout committed the old way, in a second clone, is the reference.
+    const reference = scratch('reference');
+    await runGit(['clone', '--quiet', prepared.repo, reference]);
+    await runGit(['checkout', '--quiet', '--detach', checkout.baseCommit], { cwd: reference });
+    await runGit(['rm', '-r', '-q', '--cached', '.'], { cwd: reference });
+    await runGit(['clean', '-fdxq'], { cwd: reference });
+    await runGit(['--work-tree', dir, 'add', '-A', '--', '.', ':(exclude).planning/dispatch'], {
+      cwd: reference,
+    });
+    const referenceTree = await git(reference, 'write-tree');
+    expect(await treeListing(prepared.repo, committed.workCommit)).toBe(
+      await git(reference, 'ls-tree', '-r', referenceTree),
+    );
+    const listing = await treeListing(prepared.repo, committed.workCommit);
+    expect(listing).toMatch(/^100755 blob \S+\trun\.sh$/m);
+    expect(listing).toMatch(/^120000 blob \S+\tlink-to-keep$/m);
+    expect(listing).toContain('.planning/notes.md');
+    expect(listing).not.toContain('build/out.js');
+    expect(listing).not.toContain('src/old.ts');
+    expect(listing).not.toContain('.planning/dispatch');
+    expect(await git(prepared.repo, 'cat-file', 'blob', `${committed.workCommit}:blob.bin`)).toBe(
+      Buffer.from([0, 255, 10, 13, 0, 1]).toString('utf8'),
+    );
+    // The dispatch files are in the published commit only; its parent is the work, whose parent is the base.
+    expect(await git(prepared.repo, 'diff', '--name-only', committed.workCommit, committed.commit)).toBe(
+      '.planning/dispatch/archive/x-PROMPT.md',
+    );
+    expect(await git(prepared.repo, 'rev-parse', `${committed.commit}^`, `${committed.workCommit}^`)).toBe(
+      `${committed.workCommit}\n${checkout.baseCommit}`,
+    );
+    expect(await git(prepared.repo, 'log', '-1', '--format=%an <%ae>|%s', committed.workCommit)).toBe(
+      'sim <sim@example.com>|t: work',
+    );
+    // The checkout is left at the published commit with a matching index: clean but for what git ignores.
+    expect(await git(dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    expect(await git(dir, 'status', '--porcelain')).toBe('');
+    await removeWorktree(dir);
+  });
+
+  it("commits flotilla's dispatch files even where the repository's .gitignore ignores .planning/", async () => {
+    // The kernel's .gitignore has `.*`: `git add -A` silently left PROMPT and RESULT out.
+    const { prepared, checkout } = await checkoutOf('c2', {
+      '.gitignore': '.*\n!.gitignore\n',
+      'a.txt': 'a\n',
+    });
+    await mkdir(join(checkout.dir, '.planning/dispatch'), { recursive: true });
+    await writeFile(join(checkout.dir, '.planning/dispatch/t-a1-RESULT.md'), '**Status**: Complete\n');
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref: attemptRef('c2', 't', 1),
+      baseCommit: checkout.baseCommit,
+    });
+    expect(await git(prepared.repo, 'diff', '--name-only', checkout.baseCommit, committed.workCommit)).toBe(
+      'a.txt',
+    );
+    expect(await git(prepared.repo, 'show', `${committed.commit}:.planning/dispatch/t-a1-RESULT.md`)).toBe(
+      '**Status**: Complete',
+    );
+    expect(await readFile(join(checkout.dir, 'a.txt'), 'utf8')).toBe('a, changed\n');
+    await removeWorktree(checkout.dir);
+  });
+
+  it('replaces a file by a folder of the same name and back', async () => {
+    const { prepared, checkout } = await checkoutOf('c3', { thing: 'a file\n', 'dir/inner.txt': 'inner\n' });
+    await unlink(join(checkout.dir, 'thing'));
+    await mkdir(join(checkout.dir, 'thing'));
+    await writeFile(join(checkout.dir, 'thing/now-a-folder.txt'), 'x\n');
+    await rm(join(checkout.dir, 'dir'), { recursive: true });
+    await writeFile(join(checkout.dir, 'dir'), 'now a file\n');
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref: attemptRef('c3', 't', 1),
+      baseCommit: checkout.baseCommit,
+    });
+    expect(await git(prepared.repo, 'ls-tree', '-r', '--name-only', committed.workCommit)).toBe(
+      'dir\nthing/now-a-folder.txt',
+    );
+    expect(await git(checkout.dir, 'status', '--porcelain')).toBe('');
+    await removeWorktree(checkout.dir);
+  });
+
+  it('writes the attempt straight into a local mission repo, without a push', async () => {
+    const { prepared, checkout } = await checkoutOf('c4', { 'a.txt': 'a\n' });
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    // Any push from this checkout now fails: the commit must reach the mission repo another way.
+    await runGit(['config', 'remote.origin.pushurl', join(root, 'no-such-repo')], { cwd: checkout.dir });
+    const ref = attemptRef('c4', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      localRepo: prepared.repo,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref, `${ref}^`)).toBe(
+      `${committed.commit}\n${committed.workCommit}`,
+    );
+    expect(await git(checkout.dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    await removeWorktree(checkout.dir);
+  });
+
+  it('pushes when the local mission repo cannot take the commits, and leaves no crash report there', async () => {
+    const { prepared, checkout } = await checkoutOf('c5', { 'a.txt': 'a\n' });
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    // A repository without the base commit (the mission repo was rewritten, say).
+    const stranger = scratch('stranger');
+    await runGit(['init', '--quiet', '--bare', stranger]);
+    const ref = attemptRef('c5', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      localRepo: stranger,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(committed.commit);
+    expect((await readdir(stranger)).filter((name) => name.startsWith('fast_import_crash_'))).toEqual([]);
+    await removeWorktree(checkout.dir);
+  });
+});
