@@ -152,7 +152,7 @@ describe('status --watch, the live view', () => {
       message: 'running on host-c',
     });
     await expect
-      .poll(() => out, { timeout: 20_000 })
+      .poll(() => out, { timeout: 60_000 })
       .toMatch(/\d\d:\d\d:\d\d t150 a1 +running +running on host-c\n/);
     expect(out).not.toContain('\x1b[');
     child.kill('SIGTERM');
