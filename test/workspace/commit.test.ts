@@ -286,4 +286,41 @@ describe('commitAttempt', () => {
     expect((await readdir(stranger)).filter((name) => name.startsWith('fast_import_crash_'))).toEqual([]);
     await removeWorktree(checkout.dir);
   });
+
+  it('keeps a local mission repo packed: it asks git for gc --auto every 50 imports', async () => {
+    const { prepared, checkout } = await checkoutOf('c6', { 'a.txt': 'a\n' });
+    // Thresholds as low as they go, and in the foreground, so the test sees the packing happen.
+    await runGit(['config', 'gc.auto', '1'], { cwd: prepared.repo });
+    await runGit(['config', 'gc.autoDetach', 'false'], { cwd: prepared.repo });
+    const packs = async () =>
+      Number(/^packs: (\d+)$/m.exec(await git(prepared.repo, 'count-objects', '-v'))?.[1] ?? 0);
+    // git's gc --auto estimates the loose objects from one of the 256 object folders: enough of
+    // them that the estimate is certain to pass the threshold.
+    const blobs = scratch('blobs');
+    await mkdir(blobs, { recursive: true });
+    const names: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      names.push(join(blobs, `b${i}`));
+      await writeFile(names[i] ?? '', `blob ${i}\n`);
+    }
+    await runGit(['hash-object', '-w', '--stdin-paths'], {
+      cwd: prepared.repo,
+      input: `${names.join('\n')}\n`,
+    });
+    const before = await packs();
+    let base = checkout.baseCommit;
+    for (let i = 0; i < 50; i++) {
+      await writeFile(join(checkout.dir, 'a.txt'), `a ${i}\n`);
+      const committed = await commitAttempt({
+        dir: checkout.dir,
+        message: `t ${i}`,
+        ref: attemptRef('c6', 't', 1),
+        baseCommit: base,
+        localRepo: prepared.repo,
+      });
+      base = committed.commit;
+    }
+    expect(await packs()).toBeGreaterThan(before);
+    await removeWorktree(checkout.dir);
+  });
 });
