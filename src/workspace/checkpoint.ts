@@ -7,7 +7,7 @@
  */
 import { copyFile, rm } from 'node:fs/promises';
 import { CHECKPOINT_REF_PREFIX } from '../shared/contracts.js';
-import { DISPATCH_DIR } from './commit.js';
+import { DISPATCH_DIR, pushRef } from './commit.js';
 import {
   cachedIdentityArgs,
   describeGitFailure,
@@ -83,7 +83,8 @@ export function checkpointWriter(options: CheckpointWriterOptions): CheckpointWr
         { cwd: dir },
       );
       await options.beforePublish?.();
-      await pushCommit(dir, commit, options.ref);
+      // Force (pushRef): the ref belongs to this attempt, and each checkpoint replaces the one before.
+      await pushRef({ dir, ref: options.ref, commit });
       lastTree = tree;
       return { commit, tree };
     },
@@ -112,15 +113,6 @@ async function snapshotTree(dir: string, agentIndex: string): Promise<string> {
     await rm(temporary, { force: true });
     await rm(`${temporary}.lock`, { force: true });
   }
-}
-
-/** Force: the ref belongs to this attempt, and each checkpoint replaces the one before. */
-async function pushCommit(dir: string, commit: string, ref: string): Promise<void> {
-  const args = ['push', '--force', '--quiet', 'origin', `${commit}:${ref}`];
-  await retryOnLockContention(
-    () => runGit([...NO_HOOKS, ...args], { cwd: dir, allowFailure: true }),
-    (result) => describeGitFailure(args, result),
-  );
 }
 
 /** Deletes the work-in-progress ref from the mission repo (none there is no failure). */

@@ -226,31 +226,19 @@ export const FALLBACK_IDENTITY = { name: 'flotilla', email: 'flotilla@localhost'
  */
 export async function identityArgs(cwd: string): Promise<string[]> {
   const result = await runGit(['var', 'GIT_COMMITTER_IDENT'], { cwd, allowFailure: true });
-  if (result.exitCode === 0) return [];
-  return ['-c', `user.name=${FALLBACK_IDENTITY.name}`, '-c', `user.email=${FALLBACK_IDENTITY.email}`];
+  return result.exitCode === 0 ? [] : fallbackIdentityArgs();
 }
 
-/**
- * identityArgs(), asked of git once per directory in this process: a host commits in the same few
- * directories again and again (its warm checkouts, the mission repo or its cache at the gate), and
- * the answer depends only on their configuration and the environment.
- */
-const identities = new Map<string, Promise<string[]>>();
-
-export function cachedIdentityArgs(cwd: string): Promise<string[]> {
-  let identity = identities.get(cwd);
-  if (!identity) {
-    identity = identityArgs(cwd);
-    identities.set(cwd, identity);
-    identity.catch(() => identities.delete(cwd));
-  }
-  return identity;
+function fallbackIdentityArgs(): string[] {
+  return ['-c', `user.name=${FALLBACK_IDENTITY.name}`, '-c', `user.email=${FALLBACK_IDENTITY.email}`];
 }
 
 /** `Name <email>` for a commit's author and committer lines; the date is added when committing. */
 export interface CommitIdentity {
   readonly author: string;
   readonly committer: string;
+  /** False when git had no committer identity and flotilla's fallback stands in. */
+  readonly configured: boolean;
 }
 
 /** `git var GIT_*_IDENT` without its date; null when git has no identity to offer. */
@@ -262,7 +250,9 @@ async function ident(cwd: string, variable: 'GIT_AUTHOR_IDENT' | 'GIT_COMMITTER_
 
 /**
  * The identity `git commit` would use in `cwd` (config, then `GIT_AUTHOR_*`/`GIT_COMMITTER_*`),
- * or flotilla's fallback where git has none; asked once per directory, like cachedIdentityArgs().
+ * or flotilla's fallback where git has none, asked of git once per directory in this process: a
+ * host commits in the same few directories again and again (its warm checkouts, the mission repo
+ * or its cache at the gate), and the answer depends only on their configuration and the environment.
  */
 const commitIdentities = new Map<string, Promise<CommitIdentity>>();
 
@@ -271,12 +261,21 @@ export function cachedCommitIdentity(cwd: string): Promise<CommitIdentity> {
   if (!identity) {
     const fallback = `${FALLBACK_IDENTITY.name} <${FALLBACK_IDENTITY.email}>`;
     identity = Promise.all([ident(cwd, 'GIT_AUTHOR_IDENT'), ident(cwd, 'GIT_COMMITTER_IDENT')]).then(
-      ([author, committer]) => ({ author: author ?? fallback, committer: committer ?? fallback }),
+      ([author, committer]) => ({
+        author: author ?? fallback,
+        committer: committer ?? fallback,
+        configured: committer !== null,
+      }),
     );
     commitIdentities.set(cwd, identity);
     identity.catch(() => commitIdentities.delete(cwd));
   }
   return identity;
+}
+
+/** identityArgs() from the same cached answer: `git commit-tree` and friends in a host's usual places. */
+export async function cachedIdentityArgs(cwd: string): Promise<string[]> {
+  return (await cachedCommitIdentity(cwd)).configured ? [] : fallbackIdentityArgs();
 }
 
 /**
