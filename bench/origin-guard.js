@@ -2,7 +2,8 @@
 /**
  * What the origin guard (agent/origin-guard.ts) costs per agent run: two snapshots (`git status`
  * plus a stat of each listed path) of the repository flotilla runs in, here a repository of
- * --files files (default 25,000) with --dirty changed and untracked files. Needs `npm run build`.
+ * --files files (default 25,000) with --dirty changed and untracked files; and how many statuses
+ * four runs that start and end together take when they share them. Needs `npm run build`.
  *
  *   node bench/origin-guard.js --files 25000 --dirty 50 --runs 7
  */
@@ -11,7 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { diffOrigin, snapshotOrigin } from '../dist/agent/origin-guard.js';
+import { diffOrigin, watchOrigin } from '../dist/agent/origin-guard.js';
+import { createOriginStatusReads, readOriginStatus } from '../dist/agent/origin-status.js';
 
 const { values } = parseArgs({
   options: { files: { type: 'string' }, dirty: { type: 'string' }, runs: { type: 'string' } },
@@ -41,16 +43,29 @@ try {
   const times = [];
   for (let run = 0; run < runs; run++) {
     const started = performance.now();
-    const before = await snapshotOrigin(repo, []);
-    const after = await snapshotOrigin(repo, []);
+    const before = await readOriginStatus(repo);
+    const after = await readOriginStatus(repo);
     if (!before || !after || diffOrigin(before, after).length !== 0) throw new Error('unexpected change');
     times.push(performance.now() - started);
   }
+  // Four slots: their befores join one status; CLIs that exited before an after started share it.
+  let reads = 0;
+  const shared = createOriginStatusReads((root) => {
+    reads++;
+    return readOriginStatus(root);
+  });
+  const slots = 4;
+  const watches = await Promise.all(
+    Array.from({ length: slots }, () => watchOrigin({ dir: repo, exclude: [], writable: null }, shared)),
+  );
+  const exited = shared.mark();
+  await Promise.all(watches.map((watch) => watch?.changes(exited)));
   times.sort((a, b) => a - b);
   const ms = (t) => `${t.toFixed(0)} ms`;
   console.log(
     `origin guard, ${files} files, ${dirty * 2} dirty entries, ${runs} runs: two snapshots per agent run take min ${ms(times[0])}, median ${ms(times[Math.floor(runs / 2)])}, max ${ms(times.at(-1))}`,
   );
+  console.log(`${slots} runs that start and end together: ${reads} git status calls instead of ${slots * 2}`);
 } finally {
   rmSync(repo, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 }

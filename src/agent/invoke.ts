@@ -2,6 +2,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
+import { ownOriginChanges } from './origin-verdict.js';
 import { classifyReply, type ReplyClass } from './reply-class.js';
 import { existing, type Sandbox, writablePaths } from './sandbox.js';
 import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
@@ -16,6 +17,8 @@ import { parseUsage, type Usage } from './usage.js';
 
 /** Where a dispatch's prompt and result files go, relative to the CLI's working directory. */
 export interface DispatchPaths {
+  /** The dispatch id the file names are made of (`t1-a1`, `t1-a1-review`). */
+  readonly name: string;
   readonly promptPath: string;
   readonly resultPath: string;
 }
@@ -23,6 +26,7 @@ export interface DispatchPaths {
 /** cli-dispatch's file names: `.planning/dispatch/{id}-PROMPT.md` and the adapter's result_path. */
 export function dispatchPaths(adapter: Pick<Adapter, 'config'>, dispatchId: string): DispatchPaths {
   return {
+    name: dispatchId,
     promptPath: join('.planning', 'dispatch', `${dispatchId}-PROMPT.md`),
     resultPath: adapter.config.result_path.replaceAll('{task-id}', dispatchId),
   };
@@ -57,8 +61,22 @@ export interface AgentRun {
   readonly resultFileText: string | null;
   /** Rate limit or login problem; only looked for when the CLI exited non-zero. */
   readonly replyClass: ReplyClass;
-  /** What the CLI changed in the repository flotilla runs in (a failed run); null when nothing. */
-  readonly escaped: { readonly root: string; readonly paths: readonly string[] } | null;
+  /** What changed in the repository flotilla runs in while the CLI ran; null when nothing. */
+  readonly origin: OriginChange | null;
+}
+
+/**
+ * Paths changed in the repository flotilla runs in during a run. With `own` (this attempt's own
+ * dispatch or result files among them) the CLI certainly wrote there; without, someone else (a
+ * person editing the repository, another slot's CLI) may have.
+ */
+export interface OriginChange {
+  /** That repository's top level. */
+  readonly root: string;
+  /** Every changed path, relative to it. */
+  readonly paths: readonly string[];
+  /** The attempt's own files among them (or in a changed folder); empty when none. */
+  readonly own: readonly string[];
 }
 
 export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
@@ -95,11 +113,15 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
       ? null
       : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
   const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
-  const escaped =
+  const origin =
     outcome.originRoot && outcome.originChanges?.length
-      ? { root: outcome.originRoot, paths: outcome.originChanges }
+      ? {
+          root: outcome.originRoot,
+          paths: outcome.originChanges,
+          own: await ownOriginChanges(outcome.originRoot, outcome.originChanges, paths),
+        }
       : null;
-  return { invocation, outcome, usage, answer, resultFileText, replyClass, escaped };
+  return { invocation, outcome, usage, answer, resultFileText, replyClass, origin };
 }
 
 /** The adapter's writable folders, made where asked, for this run's sandbox. */

@@ -1,74 +1,33 @@
-import { stat } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { execa } from 'execa';
+import {
+  createOriginStatusReads,
+  type OriginStatus,
+  type OriginStatusReads,
+  repositoryTop,
+} from './origin-status.js';
 
 /**
- * What `git status` says about the repository flotilla was started from, with each listed path's
- * modification time, so a second write to a file that was already dirty shows too. Taken before
- * and after an agent runs: an agent that escaped its checkout (OpenCode following an inherited
- * `PWD` did) would otherwise change the user's own repository unnoticed, because the write-scope
- * check only looks inside the checkout.
+ * The repository flotilla was started from, compared before and after an agent runs: an agent
+ * that escaped its checkout (OpenCode following an inherited `PWD` did) would otherwise change
+ * the user's own repository unnoticed, because the write-scope check only looks inside the
+ * checkout. What the changes mean (this attempt's own files, or someone else's edits) is
+ * origin-verdict.ts's.
  */
-export interface OriginSnapshot {
-  /** The repository's top level. */
-  readonly root: string;
-  /** Porcelain line → mtime in ms (or -1 when the path is gone). */
-  readonly entries: ReadonlyMap<string, number>;
-}
+export type OriginSnapshot = OriginStatus;
 
 /**
- * A snapshot of the git repository holding `dir`, or null when `dir` is in no repository (nothing
- * cheap to compare; a listing of a big tree would cost more than the run). Paths at or above an
- * `exclude` directory (the child's own checkout, flotilla's home) are left out: flotilla writes
- * there itself.
+ * A status without the paths at or above an `exclude` directory (the run's own checkout,
+ * flotilla's home): flotilla writes there itself.
  */
-export async function snapshotOrigin(
-  dir: string,
-  exclude: readonly string[],
-): Promise<OriginSnapshot | null> {
-  const root = await repositoryTop(dir);
-  if (root === null) return null;
-  const status = await git(root, ['status', '--porcelain=v1', '-z']);
-  if (status === null) return null;
+export function snapshotWithout(status: OriginStatus, exclude: readonly string[]): OriginSnapshot {
+  const dirs = exclude.map((dir) => resolve(dir));
   const entries = new Map<string, number>();
-  for (const line of porcelainEntries(status)) {
-    const path = join(root, line.slice(3));
-    if (exclude.some((excluded) => overlaps(path, resolve(excluded)))) continue;
-    const mtime = await stat(path).then(
-      (s) => s.mtimeMs,
-      () => -1,
-    );
-    entries.set(line, mtime);
+  for (const [line, mtime] of status.entries) {
+    const path = join(status.root, line.slice(3));
+    if (!dirs.some((dir) => overlaps(path, dir))) entries.set(line, mtime);
   }
-  return { root, entries };
-}
-
-/**
- * The repository holding `dir` (flotilla's start directory: the same for every run of a host),
- * asked of git once per directory and process; a snapshot is taken before and after every run.
- */
-const tops = new Map<string, Promise<string | null>>();
-
-function repositoryTop(dir: string): Promise<string | null> {
-  let top = tops.get(dir);
-  if (!top) {
-    top = git(dir, ['rev-parse', '--show-toplevel']).then((out) => (out === null ? null : out.trim()));
-    tops.set(dir, top);
-  }
-  return top;
-}
-
-/** Porcelain v1 `-z` records; a rename's second (source) path is its own record and is dropped. */
-export function porcelainEntries(output: string): string[] {
-  const records = output.split('\0');
-  const entries: string[] = [];
-  for (let i = 0; i < records.length; i++) {
-    const record = records[i] ?? '';
-    if (record.length < 4) continue;
-    entries.push(record);
-    if (record[0] === 'R' || record[0] === 'C') i++;
-  }
-  return entries;
+  return { root: status.root, entries };
 }
 
 /** The porcelain entries that appeared, vanished or whose file changed between two snapshots. */
@@ -83,31 +42,79 @@ export function diffOrigin(before: OriginSnapshot, after: OriginSnapshot): strin
   return [...new Set(changed)].sort();
 }
 
+/**
+ * Whether a run needs the guard at all. Under `--sandbox` everything is read-only but /tmp (a
+ * private one), the checkout and the adapter's `sandbox_writable` paths, so the CLI can change the
+ * repository only through a writable path that lies in it or holds it. A writable path inside an
+ * excluded directory (the checkout itself, flotilla's home) does not count: the guard would leave
+ * out what is written there anyway. Without a sandbox (`writable` null) the guard always runs.
+ */
+export function originGuardNeeded(input: {
+  readonly root: string;
+  readonly writable: readonly string[] | null;
+  readonly exclude: readonly string[];
+}): boolean {
+  if (input.writable === null) return true;
+  const excluded = input.exclude.map((dir) => resolve(dir));
+  return input.writable
+    .map((path) => resolve(path))
+    .filter((path) => !excluded.some((dir) => within(path, dir)))
+    .some((path) => overlaps(path, resolve(input.root)));
+}
+
+/** One run's watch: the snapshot before, and the changes once the CLI has exited. */
+export interface OriginWatch {
+  readonly root: string;
+  /** `exitedAt`: the `mark()` taken when the CLI's exit was seen. */
+  changes(exitedAt: number): Promise<string[]>;
+}
+
+/** The statuses all the runs of this process share. */
+export const originReads: OriginStatusReads = createOriginStatusReads();
+
+/**
+ * The snapshot before a run of the repository holding `dir`, or null when there is nothing to
+ * watch: `dir` is in no repository (a listing of a big tree would cost more than the run), git
+ * failed, or the sandbox leaves the CLI no way to write there (`writable`: the sandbox's writable
+ * paths; null when the CLI runs unsandboxed).
+ */
+export async function watchOrigin(
+  input: {
+    readonly dir: string;
+    readonly exclude: readonly string[];
+    readonly writable: readonly string[] | null;
+  },
+  reads: OriginStatusReads = originReads,
+): Promise<OriginWatch | null> {
+  const root = await repositoryTop(input.dir);
+  if (root === null) return null;
+  // A writable path that is a link into the repository binds the repository: both spellings count.
+  const writable =
+    input.writable &&
+    (
+      await Promise.all(input.writable.map(async (path) => [path, await realpath(path).catch(() => path)]))
+    ).flat();
+  if (!originGuardNeeded({ root, writable, exclude: input.exclude })) return null;
+  const status = await reads.before(root);
+  if (status === null) return null;
+  const before = snapshotWithout(status, input.exclude);
+  return {
+    root,
+    changes: async (exitedAt) => {
+      const after = await reads.after(root, exitedAt);
+      return after ? diffOrigin(before, snapshotWithout(after, input.exclude)) : [];
+    },
+  };
+}
+
+/** True when `path` is `dir` or inside it. */
+function within(path: string, dir: string): boolean {
+  const rel = relative(dir, path.replace(/\/+$/, ''));
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
 /** True when `path` is `dir`, inside it, or a directory that contains it (an untracked `.cache/`). */
 function overlaps(path: string, dir: string): boolean {
   const trimmed = path.replace(/\/+$/, '');
-  const inside = relative(dir, trimmed);
-  const above = relative(trimmed, dir);
-  const within = (rel: string) => rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-  return within(inside) || within(above);
-}
-
-/**
- * git's stdout, or null when it failed or is missing. The agent layer does not use the workspace's
- * git wrapper; these two read-only commands need only its environment rule: no inherited GIT_DIR
- * (set inside a hook) may point them at another repository.
- */
-async function git(cwd: string, args: readonly string[]): Promise<string | null> {
-  const env: Record<string, string> = { LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' };
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith('GIT_')) env[key] ??= value;
-  }
-  const result = await execa('git', ['-C', cwd, ...args], {
-    env,
-    extendEnv: false,
-    reject: false,
-    stdin: 'ignore',
-    timeout: 60_000,
-  });
-  return result.exitCode === 0 && typeof result.stdout === 'string' ? result.stdout : null;
+  return within(trimmed, dir) || within(dir, trimmed);
 }

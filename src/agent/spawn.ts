@@ -1,7 +1,7 @@
 import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
 import type { CliGroups } from './cli-groups.js';
-import { diffOrigin, snapshotOrigin } from './origin-guard.js';
+import { originReads, watchOrigin } from './origin-guard.js';
 import { sandboxedCommand } from './sandbox.js';
 
 export interface SpawnInput {
@@ -19,8 +19,8 @@ export interface SpawnInput {
   readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
   /**
    * Compare the git status of the directory flotilla runs in (default `process.cwd()`) before and
-   * after the run; `exclude` lists directories flotilla itself writes to (the child's cwd is always
-   * excluded).
+   * after the run (origin-guard.ts; skipped under a sandbox that cannot write there); `exclude`
+   * lists directories flotilla itself writes to (the child's cwd is always excluded).
    */
   readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
   /** Run under bubblewrap, with only the cwd, /tmp and these paths writable. */
@@ -51,7 +51,9 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const guard = input.guardOrigin;
   const originDir = guard?.dir ?? process.cwd();
   const exclude = [input.cwd, ...(guard?.exclude ?? [])];
-  const before = guard ? await snapshotOrigin(originDir, exclude) : null;
+  const watch = guard
+    ? await watchOrigin({ dir: originDir, exclude, writable: input.sandbox?.writable ?? null })
+    : null;
   const started = Date.now();
   const { command, args } = input.sandbox
     ? sandboxedCommand(
@@ -72,6 +74,11 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
     cleanup: true,
     maxBuffer: input.maxOutputBytes ?? 16 * 1024 * 1024,
     stripFinalNewline: false,
+  });
+  // Seen as early as node knows: an `after` status started from here on may serve this run.
+  let exitedAt: number | undefined;
+  child.once('exit', () => {
+    exitedAt ??= originReads.mark();
   });
   const pgid = child.pid;
   const recorded = pgid === undefined ? undefined : input.groups?.record(pgid).catch(() => undefined);
@@ -109,10 +116,9 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
       result.failed && result.exitCode === undefined && !timedOut && !cancelled
         ? ((result as { code?: string }).code ?? result.shortMessage)
         : undefined;
-    const after = before ? await snapshotOrigin(originDir, exclude) : null;
-    const originChanges = before && after ? diffOrigin(before, after) : [];
+    const originChanges = watch ? await watch.changes(exitedAt ?? originReads.mark()) : [];
     return {
-      ...(before ? { originChanges, originRoot: before.root } : {}),
+      ...(watch ? { originChanges, originRoot: watch.root } : {}),
       exitCode: result.exitCode ?? null,
       stdout: String(result.stdout ?? ''),
       stderr: String(result.stderr ?? ''),

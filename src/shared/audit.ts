@@ -85,7 +85,10 @@ export type AuditEvent =
       readonly reply: string;
       readonly handedOver: boolean;
     }
-  /** The CLI changed the repository flotilla runs in, outside its checkout; the run fails. */
+  /**
+   * The CLI changed the repository flotilla runs in, outside its checkout (files only its attempt
+   * would write changed there); the run fails.
+   */
   | {
       readonly kind: 'escaped-checkout';
       readonly cli: string;
@@ -93,6 +96,19 @@ export type AuditEvent =
       /** That repository's top level. */
       readonly root: string;
       /** The paths `git status` shows changed there, relative to it. */
+      readonly paths: readonly string[];
+      /** The attempt's own dispatch or result files among them (older entries lack it). */
+      readonly own?: readonly string[];
+    }
+  /**
+   * The repository flotilla runs in changed while the CLI ran, but none of the changes is its
+   * attempt's own file: someone else may have made them. The run goes on.
+   */
+  | {
+      readonly kind: 'origin-changed';
+      readonly cli: string;
+      readonly cliName: string;
+      readonly root: string;
       readonly paths: readonly string[];
     }
   /** The running CLI's checkout was saved to the attempt's work-in-progress ref. */
@@ -195,10 +211,11 @@ export function renderAuditEvent(event: AuditEvent): string {
     case 'setup-failed':
       return `setup failed before the CLI started: $ ${event.command} (${event.timedOut ? 'timed out' : `exit ${event.exitCode ?? 'by signal'}`})`;
     case 'escaped-checkout': {
-      const shown = event.paths.slice(0, 10).join(', ');
-      const more = event.paths.length > 10 ? `, … (${event.paths.length} in all)` : '';
-      return `${event.cliName} wrote outside its checkout: ${event.paths.length} path(s) changed in ${event.root}, the repository flotilla runs in: ${shown}${more}. Left as they are; check them before anything else uses that directory.`;
+      const own = event.own?.length ? ` (this attempt's own ${shownPaths(event.own)} among them)` : '';
+      return `${event.cliName} wrote outside its checkout: ${event.paths.length} path(s) changed in ${event.root}, the repository flotilla runs in: ${shownPaths(event.paths)}${own}. Left as they are; check them before anything else uses that directory.`;
     }
+    case 'origin-changed':
+      return `${event.paths.length} path(s) changed in ${event.root}, the repository flotilla runs in, while ${event.cliName} ran: ${shownPaths(event.paths)}. None is a file only this attempt would write, so someone else (a person editing that repository, another CLI) may have changed them; the attempt goes on. Left as they are; check them if no one should have.`;
     case 'verify':
       return `exit criteria ${event.passed ? 'passed' : 'failed'}: ${event.criteria
         .map((c) => `${c.exitCode === 0 && !c.timedOut ? '✓' : '✗'} ${c.command}`)
@@ -220,6 +237,12 @@ export function renderAuditEvent(event: AuditEvent): string {
         ? `submitted: ${event.tasks ?? 0} tasks, workspace ${event.repo ?? '?'} at ${(event.baseCommit ?? '').slice(0, 12)}, integration branch ${event.branch ?? '?'}`
         : `mission ${event.status ?? 'finished'}`;
   }
+}
+
+/** The first ten paths, and how many there are when there are more. */
+function shownPaths(paths: readonly string[]): string {
+  const more = paths.length > 10 ? `, … (${paths.length} in all)` : '';
+  return `${paths.slice(0, 10).join(', ')}${more}`;
 }
 
 function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {

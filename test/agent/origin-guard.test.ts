@@ -1,5 +1,15 @@
-import { describe, expect, it } from 'vitest';
-import { diffOrigin, porcelainEntries } from '../../src/agent/origin-guard.js';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { diffOrigin, originGuardNeeded, snapshotWithout, watchOrigin } from '../../src/agent/origin-guard.js';
+import {
+  createOriginStatusReads,
+  type OriginStatus,
+  porcelainEntries,
+} from '../../src/agent/origin-status.js';
+import { classifyOriginChanges, foldersToList } from '../../src/agent/origin-verdict.js';
 
 const snap = (entries: Record<string, number>) => ({ root: '/r', entries: new Map(Object.entries(entries)) });
 
@@ -23,5 +33,234 @@ describe('diffOrigin', () => {
     ['status letters changed', { '?? a': 1 }, { 'A  a': 1 }, ['a']],
   ])('%s', (_name, before, after, expected) => {
     expect(diffOrigin(snap(before), snap(after))).toEqual(expected);
+  });
+});
+
+describe('snapshotWithout', () => {
+  const status = snap({
+    ' M src/a.ts': 1,
+    '?? .flotilla/': 2,
+    '?? ws/checkout/x': 3,
+    '?? ws/': 4,
+    '?? b': 5,
+  });
+  it.each([
+    ['nothing excluded', [], [' M src/a.ts', '?? .flotilla/', '?? ws/checkout/x', '?? ws/', '?? b']],
+    // An untracked folder that holds an excluded one is left out too: flotilla's writes show as it.
+    ['a home inside the repository', ['/r/.flotilla'], [' M src/a.ts', '?? ws/checkout/x', '?? ws/', '?? b']],
+    ['a checkout inside an untracked folder', ['/r/ws/checkout'], [' M src/a.ts', '?? .flotilla/', '?? b']],
+    [
+      'a directory elsewhere',
+      ['/elsewhere'],
+      [' M src/a.ts', '?? .flotilla/', '?? ws/checkout/x', '?? ws/', '?? b'],
+    ],
+  ])('%s', (_name, exclude, expected) => {
+    expect([...snapshotWithout(status, exclude).entries.keys()]).toEqual(expected);
+  });
+});
+
+describe('originGuardNeeded', () => {
+  const exclude = ['/home/u/.flotilla', '/home/u/.flotilla/checkouts/c1'];
+  it.each([
+    ['unsandboxed', '/home/u/project', null, true],
+    ['sandboxed, nothing writable but the checkout', '/home/u/project', [], false],
+    [
+      'sandboxed, config folders elsewhere',
+      '/home/u/project',
+      ['/home/u/.claude', '/home/u/.cache/x'],
+      false,
+    ],
+    // A home folder under git (dotfiles): ~/.claude is in the repository.
+    ['sandboxed, a writable folder inside the repository', '/home/u', ['/home/u/.claude'], true],
+    ['sandboxed, a writable folder holding the repository', '/home/u/project', ['/home/u'], true],
+    ['sandboxed, the repository itself writable', '/home/u/project', ['/home/u/project/'], true],
+    ['sandboxed, a sibling with a common prefix', '/home/u/project', ['/home/u/project-cache'], false],
+    // Inside flotilla's home, which the guard leaves out anyway.
+    ['sandboxed, a writable folder in an excluded one', '/home/u', ['/home/u/.flotilla/cache'], false],
+  ])('%s', (_name, root, writable, expected) => {
+    expect(originGuardNeeded({ root, writable, exclude })).toBe(expected);
+  });
+});
+
+describe('classifyOriginChanges', () => {
+  const run = {
+    name: 't1-a1',
+    promptPath: '.planning/dispatch/t1-a1-PROMPT.md',
+    resultPath: '.planning/dispatch/t1-a1-RESULT.md',
+  };
+  const review = {
+    ...run,
+    name: 't1-a1-review',
+    promptPath: '.planning/dispatch/t1-a1-review-PROMPT.md',
+    resultPath: '.planning/dispatch/t1-a1-review-RESULT.md',
+  };
+  const elsewhere = { ...run, resultPath: 'out/t1-a1.md' };
+  it.each([
+    ['nothing', [], run, []],
+    ['someone else’s edits', ['README.md', 'src/a.ts'], run, []],
+    [
+      'its result file',
+      ['greeting.txt', '.planning/dispatch/t1-a1-RESULT.md'],
+      run,
+      ['.planning/dispatch/t1-a1-RESULT.md'],
+    ],
+    [
+      'its prompt file',
+      ['./.planning/dispatch/t1-a1-PROMPT.md'],
+      run,
+      ['./.planning/dispatch/t1-a1-PROMPT.md'],
+    ],
+    [
+      'another dispatch file of its name',
+      ['.planning/dispatch/t1-a1-NOTES.md'],
+      run,
+      ['.planning/dispatch/t1-a1-NOTES.md'],
+    ],
+    ['the review’s files are not the run’s', ['.planning/dispatch/t1-a1-review-RESULT.md'], run, []],
+    ['the run’s files are not the review’s', ['.planning/dispatch/t1-a1-RESULT.md'], review, []],
+    ['attempt 10 is not attempt 1', ['.planning/dispatch/t1-a10-RESULT.md'], run, []],
+    ['another attempt of the task', ['.planning/dispatch/t1-a2-RESULT.md'], run, []],
+    ['a new folder alone is not proof', ['.planning/'], run, []],
+    ['a result path outside the dispatch folder', ['out/t1-a1.md'], elsewhere, ['out/t1-a1.md']],
+    ['its name outside the dispatch folder', ['docs/t1-a1-RESULT.md'], run, []],
+  ])('%s', (_name, paths, files, expected) => {
+    expect(classifyOriginChanges(paths, files)).toEqual(expected);
+  });
+});
+
+describe('foldersToList', () => {
+  const files = {
+    name: 't1-a1',
+    promptPath: '.planning/dispatch/t1-a1-PROMPT.md',
+    resultPath: 'out/r/t1-a1.md',
+  };
+  it.each([
+    ['no folder changed', ['README.md', '.planning/dispatch/x'], []],
+    ['a new .planning/', ['.planning/'], ['.planning/dispatch']],
+    ['a new dispatch folder', ['.planning/dispatch/'], ['.planning/dispatch']],
+    ['a new out/', ['out/', 'src/'], ['out/r']],
+    ['an unrelated folder', ['.planningx/', 'src/'], []],
+  ])('%s', (_name, paths, expected) => {
+    expect(foldersToList(paths, files)).toEqual(expected);
+  });
+});
+
+describe('shared status reads', () => {
+  /** A status reader whose reads finish when the test says, counting them. */
+  function fakeReader() {
+    const pending: Array<{ root: string; finish: () => void }> = [];
+    const read = (root: string) =>
+      new Promise<OriginStatus>((resolve) => {
+        pending.push({
+          root,
+          finish: () => resolve({ root, entries: new Map([[`?? read-${pending.length}`, 1]]) }),
+        });
+      });
+    return { read, pending };
+  }
+
+  it('lets a before join a status in flight, never one that has finished', async () => {
+    const fake = fakeReader();
+    const reads = createOriginStatusReads(fake.read);
+    const a = reads.before('/r');
+    const b = reads.before('/r');
+    expect(fake.pending).toHaveLength(1);
+    fake.pending[0]?.finish();
+    expect(await a).toBe(await b);
+    const c = reads.before('/r');
+    expect(fake.pending).toHaveLength(2);
+    fake.pending[1]?.finish();
+    expect(await c).not.toBe(await a);
+  });
+
+  it('lets an after join only a status that started after the CLI exited', async () => {
+    const fake = fakeReader();
+    const reads = createOriginStatusReads(fake.read);
+    // A run's CLI exits (exitedA), then another run's after starts a status…
+    const exitedA = reads.mark();
+    const first = reads.after('/r', exitedA);
+    expect(fake.pending).toHaveLength(1);
+    // …which a run that exited before it started may join,
+    const joined = reads.after('/r', exitedA);
+    expect(fake.pending).toHaveLength(1);
+    // but a run that exited after it started may not: it starts its own.
+    const exitedB = reads.mark();
+    const own = reads.after('/r', exitedB);
+    expect(fake.pending).toHaveLength(2);
+    // The newest status in flight is the one a later before joins.
+    const before = reads.before('/r');
+    expect(fake.pending).toHaveLength(2);
+    for (const read of fake.pending) read.finish();
+    expect(await joined).toBe(await first);
+    expect(await own).not.toBe(await first);
+    expect(await before).toBe(await own);
+  });
+
+  it('keeps repositories apart and drops a failed read', async () => {
+    const fake = fakeReader();
+    let fail = true;
+    const reads = createOriginStatusReads((root) =>
+      fail ? Promise.reject(new Error('git gone')) : fake.read(root),
+    );
+    expect(await reads.before('/r')).toBeNull();
+    fail = false;
+    const r = reads.before('/r');
+    const s = reads.before('/s');
+    expect(fake.pending.map((p) => p.root)).toEqual(['/r', '/s']);
+    for (const read of fake.pending) read.finish();
+    expect((await r)?.root).toBe('/r');
+    expect((await s)?.root).toBe('/s');
+  });
+});
+
+describe('watchOrigin', () => {
+  let repo: string;
+  beforeAll(async () => {
+    repo = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-')));
+    execFileSync('git', ['init', '-q', repo]);
+  });
+  afterAll(async () => {
+    await rm(repo, { recursive: true, force: true });
+  });
+
+  /** Reads that hand out the given statuses in turn, counting how many were taken. */
+  function scripted(...statuses: Array<Record<string, number>>) {
+    let taken = 0;
+    const reads = createOriginStatusReads(async (root) => {
+      const entries = statuses[taken++] ?? {};
+      return { root, entries: new Map(Object.entries(entries)) };
+    });
+    return { reads, taken: () => taken };
+  }
+
+  it('shares one status between runs and leaves out each run’s own directories', async () => {
+    const { reads, taken } = scripted({ '?? a/': 1, '?? b/': 1 }, { '?? a/': 2, '?? b/': 2, '?? c': 1 });
+    const [first, second] = await Promise.all([
+      watchOrigin({ dir: repo, exclude: [join(repo, 'a')], writable: null }, reads),
+      watchOrigin({ dir: repo, exclude: [join(repo, 'b')], writable: null }, reads),
+    ]);
+    expect(taken()).toBe(1);
+    // Both CLIs exited before the after status started: it serves both.
+    const exited = reads.mark();
+    const [firstChanges, secondChanges] = await Promise.all([
+      first?.changes(exited),
+      second?.changes(exited),
+    ]);
+    expect(taken()).toBe(2);
+    expect(firstChanges).toEqual(['b/', 'c']);
+    expect(secondChanges).toEqual(['a/', 'c']);
+  });
+
+  it('reads nothing under a sandbox that cannot write into the repository', async () => {
+    const { reads, taken } = scripted();
+    const elsewhere = await realpath(tmpdir());
+    expect(await watchOrigin({ dir: repo, exclude: [], writable: [] }, reads)).toBeNull();
+    expect(
+      await watchOrigin({ dir: repo, exclude: [], writable: [join(elsewhere, 'not-there')] }, reads),
+    ).toBeNull();
+    expect(taken()).toBe(0);
+    // A writable folder that holds the repository: the guard runs.
+    expect(await watchOrigin({ dir: repo, exclude: [], writable: [elsewhere] }, reads)).not.toBeNull();
+    expect(taken()).toBe(1);
   });
 });

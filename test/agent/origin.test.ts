@@ -109,8 +109,10 @@ describe('a mission started from a git repository', () => {
     expect(await originStatus()).toBe('');
   });
 
-  it('fails the task loudly when an agent changes the directory flotilla runs in', async () => {
+  it('fails the task loudly when an agent writes its own files into the directory flotilla runs in', async () => {
     const escaped = join(origin, 'escaped.txt');
+    // What OpenCode did: its result file, by a relative path, landed in flotilla's directory.
+    const result = join(origin, '.planning', 'dispatch', 'escape-a1-RESULT.md');
     const status = await cluster.run(
       [
         'goal: Escape the checkout',
@@ -123,7 +125,11 @@ describe('a mission started from a git repository', () => {
         '    capability: code_implementation',
         '    exit_criteria: ["true"]',
         '    description: |',
-        indent(sim(`- run: [node, -e, "require('fs').writeFileSync('${escaped}', 'not yours')"]`)),
+        indent(
+          sim(
+            `- run: [node, -e, "const fs = require('fs'); fs.writeFileSync('${escaped}', 'not yours'); fs.mkdirSync('${join(origin, '.planning', 'dispatch')}', { recursive: true }); fs.writeFileSync('${result}', 'status: complete')"]`,
+          ),
+        ),
       ].join('\n'),
     );
     const [task] = status.tasks;
@@ -132,11 +138,59 @@ describe('a mission started from a git repository', () => {
     expect(task?.error).toContain('wrote outside its checkout');
     expect(task?.error).toContain(`changed in ${origin}`);
     expect(task?.error).toContain('escaped.txt');
+    expect(task?.error).toContain("(this attempt's own");
     // Left for the user to see, not silently removed.
     expect(existsSync(escaped)).toBe(true);
     const audit = await cluster.client.store.getAudit(status.id);
-    expect(audit.find((e) => e.stage === 'run')?.message).toContain('wrote outside its checkout');
+    const run = audit.find((e) => e.stage === 'run');
+    expect(run?.message).toContain("this attempt's own .planning/dispatch/escape-a1-RESULT.md among them");
+    expect(run?.event).toMatchObject({
+      kind: 'escaped-checkout',
+      paths: ['.planning/', 'escaped.txt'],
+      own: ['.planning/dispatch/escape-a1-RESULT.md'],
+    });
   });
+
+  it('only warns when a file the attempt would not write changes: someone else may have', async () => {
+    // Someone else: this test process, editing a tracked file of its repository while the CLI runs.
+    const signals = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-origin-signals-')));
+    const started = join(signals, 'started');
+    const go = join(signals, 'go');
+    const waitFor = `while (!fs.existsSync('${go}')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50)`;
+    try {
+      const running = cluster.run(
+        [
+          'goal: Work while the user edits',
+          'workspace: ./ws',
+          'defaults: { max_attempts: 1, timeout: 120s }',
+          'tasks:',
+          '  - id: edit',
+          '    title: Wait for the user',
+          '    critic: false',
+          '    capability: code_implementation',
+          '    exit_criteria: ["true"]',
+          '    description: |',
+          indent(
+            sim(
+              `- run: {argv: [node, -e, "const fs = require('fs'); fs.writeFileSync('${started}', ''); ${waitFor}"], timeout: 110s}`,
+            ),
+          ),
+        ].join('\n'),
+      );
+      await until(() => existsSync(started));
+      await writeFile(join(origin, 'README.md'), '# edited by the user meanwhile\n');
+      await writeFile(go, '');
+      const status = await running;
+      expect(status.tasks[0]).toMatchObject({ status: 'completed' });
+      const audit = await cluster.client.store.getAudit(status.id);
+      const warning = audit.find((e) => e.event?.kind === 'origin-changed');
+      expect(warning?.event).toMatchObject({ kind: 'origin-changed', root: origin, paths: ['README.md'] });
+      expect(warning?.message).toContain('someone else');
+    } finally {
+      await execa('git', ['-C', origin, 'checkout', '-q', '--', 'README.md']);
+      await rm(signals, { recursive: true, force: true });
+    }
+  }, 240_000);
 
   it('notices a second write to a file that was already changed before the run', async () => {
     await writeFile(join(origin, 'README.md'), '# edited by the user, not committed\n');
@@ -160,11 +214,21 @@ describe('a mission started from a git repository', () => {
           ),
         ].join('\n'),
       );
-      expect(status.tasks[0]?.status).toBe('failed');
-      expect(status.tasks[0]?.error).toContain('wrote outside its checkout');
-      expect(status.tasks[0]?.error).toContain(': README.md.');
+      // The user's README is no file only this attempt would write: seen and reported, not fatal.
+      expect(status.tasks[0]?.status).toBe('completed');
+      const audit = await cluster.client.store.getAudit(status.id);
+      expect(audit.find((e) => e.event?.kind === 'origin-changed')?.message).toContain(': README.md.');
     } finally {
       await execa('git', ['-C', origin, 'checkout', '-q', '--', 'README.md']);
     }
   });
 });
+
+/** Waits for a condition the test cannot be told about, however slow the machine. */
+async function until(condition: () => boolean, timeoutMs = 100_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('waited too long');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

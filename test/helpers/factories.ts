@@ -92,6 +92,7 @@ function stageOf(event: AuditEvent): AuditEntry['stage'] {
     case 'cli-unusable':
     case 'setup-failed':
     case 'escaped-checkout':
+    case 'origin-changed':
     case 'checkpoint':
     case 'checkpoint-failed':
     case 'resumed':

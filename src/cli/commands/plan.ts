@@ -289,6 +289,7 @@ async function describeWorkspace(
 }
 
 interface DispatchFiles {
+  readonly name: string;
   /** Relative to the CLI's working directory, as the prompt and the invocation name them. */
   readonly promptPath: string;
   readonly resultPath: string;
@@ -297,8 +298,9 @@ interface DispatchFiles {
 }
 
 function dispatchFiles(cwd: string, adapter: Adapter): DispatchFiles {
-  const { promptPath, resultPath } = dispatchPaths(adapter, PLAN_TASK_ID);
+  const { name, promptPath, resultPath } = dispatchPaths(adapter, PLAN_TASK_ID);
   return {
+    name,
     promptPath,
     resultPath,
     promptFile: path.join(cwd, promptPath),

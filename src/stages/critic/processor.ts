@@ -9,7 +9,7 @@ import { diffAgainstIntegration } from '../../workspace/attempt-checkout.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
-import { invokeOnHost, recordEscape } from '../agent-run.js';
+import { invokeOnHost, recordOrigin } from '../agent-run.js';
 import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
 import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
@@ -119,15 +119,10 @@ export async function reviewAttempt(
       timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
       signal,
     });
-    if (run.escaped) {
-      const error = await recordEscape(
-        ctx,
-        { missionId, taskId, attempt, stage: 'critic' },
-        adapter,
-        run.escaped,
-      );
-      return { verify, ran: true, cli: adapter.cli, error };
-    }
+    const escaped =
+      run.origin &&
+      (await recordOrigin(ctx, { missionId, taskId, attempt, stage: 'critic' }, adapter, run.origin));
+    if (escaped) return { verify, ran: true, cli: adapter.cli, error: escaped };
     const { outcome, usage } = run;
     // A rate limit or a login problem says nothing about the work: the review is not counted
     // against the attempt, the job goes back (to another reviewer, or here once the CLI has rested).

@@ -8,7 +8,7 @@ import type { TaskSpec } from '../../shared/mission.js';
 import type { CheckoutLease } from '../../workspace/checkout-pool.js';
 import { isRepoUrl, openRepoCache } from '../../workspace/repo-cache.js';
 import { attemptKey } from '../../workspace/stage-checkout.js';
-import { invokeOnHost, recordEscape } from '../agent-run.js';
+import { invokeOnHost, recordOrigin } from '../agent-run.js';
 import { runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
@@ -218,20 +218,14 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     signal: input.signal,
   }).finally(() => checkpoints.stop());
   if (run.invocation.note) log.info(run.invocation.note);
-  if (run.escaped) {
-    const error = await recordEscape(
-      ctx,
-      { missionId, taskId, attempt, stage: 'run' },
-      adapter,
-      run.escaped,
-      {
-        'prompt.md': prompt,
-        'stdout.txt': tail(run.outcome.stdout, 20_000),
-      },
-    );
-    // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
-    return failed('wrote outside its checkout', error, true);
-  }
+  const escaped =
+    run.origin &&
+    (await recordOrigin(ctx, { missionId, taskId, attempt, stage: 'run' }, adapter, run.origin, {
+      'prompt.md': prompt,
+      'stdout.txt': tail(run.outcome.stdout, 20_000),
+    }));
+  // Fatal, not retried: the next attempt would run the same CLI the same way, in the same place.
+  if (escaped) return failed('wrote outside its checkout', escaped, true);
 
   const reply = run.replyClass;
   const action = decideReply(reply, {
