@@ -46,6 +46,27 @@ describe('renderAuditEvent', () => {
       "exit criteria passed: ✓ test -f a (in the run's checkout)",
     ],
     [
+      {
+        kind: 'escaped-checkout',
+        cli: 'opencode',
+        cliName: 'OpenCode',
+        root: '/home/u/project',
+        paths: ['.planning/', 'greeting.txt'],
+        own: ['.planning/dispatch/t1-a1-RESULT.md'],
+      },
+      "OpenCode wrote outside its checkout: 2 path(s) changed in /home/u/project, the repository flotilla runs in: .planning/, greeting.txt (this attempt's own .planning/dispatch/t1-a1-RESULT.md among them). Left as they are; check them before anything else uses that directory.",
+    ],
+    [
+      {
+        kind: 'origin-changed',
+        cli: 'opencode',
+        cliName: 'OpenCode',
+        root: '/home/u/project',
+        paths: ['src/a.ts'],
+      },
+      '1 path(s) changed in /home/u/project, the repository flotilla runs in, while OpenCode ran: src/a.ts. None is a file only this attempt would write, so someone else (a person editing that repository, another CLI) may have changed them; the attempt goes on. Left as they are; check them if no one should have.',
+    ],
+    [
       { kind: 'checkpoint', commit: 'a'.repeat(40), ref: 'refs/flotilla-wip/m/t/a1', durationMs: 42 },
       'checkpoint aaaaaaaaaaaa saved to refs/flotilla-wip/m/t/a1 (42 ms)',
     ],
