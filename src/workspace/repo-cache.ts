@@ -170,7 +170,8 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
           (result) => describeGitFailure(fetchArgs, result),
         );
       }),
-    remoteCommit: async (branch) => fetched.get(trackingRef(branch)) ?? resolveCommit(dir, trackingRef(branch)),
+    remoteCommit: async (branch) =>
+      fetched.get(trackingRef(branch)) ?? resolveCommit(dir, trackingRef(branch)),
   };
 }
 
