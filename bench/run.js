@@ -50,6 +50,7 @@ const { values, positionals } = parseArgs({
     tasks: { type: 'string' },
     seed: { type: 'string' },
     stretch: { type: 'string' },
+    startup: { type: 'string' },
     sizes: { type: 'string' },
     e2e: { type: 'string' },
     workers: { type: 'string' },
@@ -75,6 +76,7 @@ if (values.help) {
   console.log(`usage: node bench/run.js [${Object.keys(BENCHMARKS).join('|')} …] [--n N] [--runs R] [--json FILE]
   overhead  --n 50 --runs 1 --slots 4 --critic off|on|both --variants bare,bare+git,flotilla --profile-n 20 --no-profile
   schedule  --tasks 30 --slots 4 --runs 2 --seed 4 --stretch 1   (stretch 10: tasks of 10–30 s)
+            --startup inside|outside (the stand-in's own start-up within a task's time, or on top)
   scale     --sizes 1000,10000 --e2e 60 --workers 2 --slots 2 --missions 50 --mission-tasks 1 --runs 1
             --shape wide|deep-wide --width 100 (deep-wide: layers of 100, e2e/100 deep, cross-linked)
             --window N (per-window figures, default e2e/10) --progress N (stderr line every N tasks)
@@ -107,6 +109,7 @@ const options = {
   tasks: int(values.tasks),
   seed: int(values.seed),
   stretch: values.stretch === undefined ? undefined : Number(values.stretch),
+  startup: values.startup,
   sizes: list(values.sizes),
   e2e: int(values.e2e),
   workers: int(values.workers),

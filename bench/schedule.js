@@ -8,8 +8,10 @@
  *           (ready tasks in file order, in BullMQ's FIFO order, or longest chain first);
  *   waves   a wave barrier: wave k (tasks whose longest dependency chain has k links) starts only
  *           when every task of wave k-1 has finished.
+ * A task's time is its CLI's whole run (`--startup inside`, the default: the stand-in sleeps until
+ * that long after its own start) or a sleep on top of the stand-in's start-up (`--startup outside`).
  * Where flotilla's time goes is read from its status: per task, the overhead (approval time minus
- * start time minus the sleep) and the release delay (start minus the moment its last dependency
+ * start time minus the task's time) and the release delay (start minus the moment its last dependency
  * was approved, or the submit for a root): overhead is per-task cost, release delay is scheduling.
  */
 import { Queue } from 'bullmq';
@@ -28,7 +30,7 @@ import {
   withDeadline,
 } from './lib/util.js';
 
-export const defaults = { tasks: 30, slots: 4, runs: 2, seed: 4, stretch: 1 };
+export const defaults = { tasks: 30, slots: 4, runs: 2, seed: 4, stretch: 1, startup: 'inside' };
 
 /** Tasks `s01…` in file order; each depends on up to three earlier tasks. Durations 1.0–3.0 s in 100 ms steps. */
 export function randomDag(count, seed) {
@@ -123,12 +125,12 @@ export function lowerBound(tasks, slots, duration = (t) => t.ms) {
   return { critical, work, bound: Math.max(critical, work / slots) };
 }
 
-async function runOnce(redisUrl, dag, slots) {
+async function runOnce(redisUrl, dag, slots, wholeRun) {
   const cluster = await startFlotilla(redisUrl, { slots });
   try {
     const file = await cluster.writeMission(
       missionYaml(
-        dag.map((t) => ({ id: t.id, deps: t.dependsOn, sleepMs: t.ms })),
+        dag.map((t) => ({ id: t.id, deps: t.dependsOn, sleepMs: t.ms, wholeRun })),
         'scheduling benchmark',
       ),
     );
@@ -163,6 +165,26 @@ async function runOnce(redisUrl, dag, slots) {
       if (job && ((job.attemptsStarted ?? 1) > 1 || (job.stalledCounter ?? 0) > 0)) redelivered += 1;
     }
     await runQueue.close();
+    // Where a task's overhead goes, from its audit rows (attempt 1): the run stage outside the CLI
+    // (lease, prompt, status, commit), the CLI beyond the task's time, verify, and the gate.
+    const audit = await cluster.client.store.getAudit(id);
+    const parts = { runStage: [], cli: [], verify: [], gate: [] };
+    for (const task of dag) {
+      const rows = audit.filter((row) => row.taskId === task.id && row.attempt === 1);
+      const at = (kind) => {
+        const row = rows.find((r) => r.event?.kind === kind);
+        return row ? { at: Date.parse(row.at), event: row.event } : undefined;
+      };
+      const run = at('run');
+      const verify = at('verify');
+      const gate = at('gate');
+      if (!run || !verify || !gate) continue;
+      const started = time(task.id, 'startedAt');
+      parts.runStage.push(run.at - started - run.event.durationMs);
+      parts.cli.push(run.event.durationMs - task.ms);
+      parts.verify.push(verify.at - run.at);
+      parts.gate.push(gate.at - verify.at);
+    }
     const overhead = [];
     const release = [];
     const dependentRelease = [];
@@ -191,6 +213,7 @@ async function runOnce(redisUrl, dag, slots) {
       redelivered,
       addMedian: addSorted[Math.floor(addSorted.length / 2)] ?? 0,
       addMax: addSorted.at(-1) ?? 0,
+      parts: Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, xs.length ? mean(xs) : 0])),
     };
   } finally {
     await cluster.stop();
@@ -206,6 +229,11 @@ export async function run(options, log = console.log) {
   // --stretch 10 makes the same DAG's tasks 10–30 s: how long tasks must be for the fixed
   // per-task cost to fade. The stand-in's adapter stops a run after 60 s, so at most 19.
   const stretch = options.stretch ?? defaults.stretch;
+  // inside: a task's time is its CLI's whole run, the stand-in's own start-up (~0.1–0.3 s of Node)
+  // included, as a real CLI's is; outside: the sleep comes on top of it (sessions 1–3's figures).
+  const startup = options.startup ?? defaults.startup;
+  if (startup !== 'inside' && startup !== 'outside')
+    throw new Error(`schedule: --startup must be inside or outside, got '${startup}'`);
   if (3_000 * stretch >= 57_000)
     throw new Error('schedule: --stretch must keep tasks under the sim adapter’s 60 s timeout (≤ 19)');
   const dag = randomDag(count, seed).map((t) => ({ ...t, ms: t.ms * stretch }));
@@ -217,7 +245,7 @@ export async function run(options, log = console.log) {
   const waves = waveSchedule(dag, slots);
   const depth = longestPath(dag, () => 1);
   log(
-    `schedule: ${count} tasks of ${fmt(stretch, 0)}–${fmt(3 * stretch, 0)} s (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s)`,
+    `schedule: ${count} tasks of ${fmt(stretch, 0)}–${fmt(3 * stretch, 0)} s (seed ${seed}, depth ${depth}, ${dag.filter((t) => t.dependsOn.length === 0).length} roots), 1 host × ${slots} slots, ${runs} run(s), the stand-in's start-up ${startup} a task's time`,
   );
   log(
     `  nominal: work ${fmt(lb.work / 1000, 1)} s, work/slots ${fmt(lb.work / slots / 1000, 1)} s, critical path ${fmt(lb.critical / 1000, 1)} s → bound ${fmt(lb.bound / 1000, 1)} s`,
@@ -229,10 +257,11 @@ export async function run(options, log = console.log) {
   const releaseMaxes = [];
   const addMedians = [];
   const addMaxes = [];
+  const partRuns = [];
   const redis = await startRedis();
   try {
     for (let r = 0; r < runs; r++) {
-      const result = await runOnce(redis.url, dag, slots);
+      const result = await runOnce(redis.url, dag, slots, startup === 'inside');
       measured.push(result.makespan);
       overheads.push(result.overhead);
       releases.push(result.release);
@@ -240,6 +269,7 @@ export async function run(options, log = console.log) {
       releaseMaxes.push(result.releaseDependentMax);
       addMedians.push(result.addMedian);
       addMaxes.push(result.addMax);
+      partRuns.push(result.parts);
       log(
         `  run ${r + 1}: makespan ${fmt(result.makespan / 1000, 1)} s = ${fmt(result.makespan / lb.bound)} × bound; per task: overhead ${fmt(result.overhead / 1000, 2)} s, release delay ${fmt(result.release / 1000, 2)} s (max ${fmt(result.releaseMax / 1000, 2)} s); last dependency approved → dependent started: median ${fmt(result.releaseMedian / 1000, 2)} s, max ${fmt(result.releaseDependentMax / 1000, 2)} s (→ its run job added: median ${fmt(result.addMedian / 1000, 3)} s, max ${fmt(result.addMax / 1000, 3)} s); runs started twice: ${result.redelivered}`,
       );
@@ -251,6 +281,7 @@ export async function run(options, log = console.log) {
   const result = {
     seed,
     stretch,
+    startup,
     tasks: count,
     slots,
     depth,
@@ -267,6 +298,9 @@ export async function run(options, log = console.log) {
     releaseDependentMaxMs: summarize(releaseMaxes),
     releaseAddedMedianMs: summarize(addMedians),
     releaseAddedMaxMs: summarize(addMaxes),
+    overheadPartsMs: Object.fromEntries(
+      Object.keys(partRuns[0] ?? {}).map((k) => [k, summarize(partRuns.map((p) => p[k]))]),
+    ),
   };
   log('');
   printTable(
@@ -296,6 +330,9 @@ export async function run(options, log = console.log) {
   );
   log(
     `  last dependency approved → dependent started, per run: median ${fmtStats(summarize(releaseMedians.map((o) => o / 1000)), 2, 's')}, max ${fmtStats(summarize(releaseMaxes.map((o) => o / 1000)), 2, 's')}`,
+  );
+  log(
+    `  overhead per task, mean: run stage outside the CLI ${fmtStats(result.overheadPartsMs.runStage, 0, 'ms')}, CLI beyond the task's time ${fmtStats(result.overheadPartsMs.cli, 0, 'ms')}, run → verified ${fmtStats(result.overheadPartsMs.verify, 0, 'ms')}, verified → approved ${fmtStats(result.overheadPartsMs.gate, 0, 'ms')}`,
   );
   log(
     `  last dependency approved → dependent's run job added, per run: median ${fmtStats(summarize(addMedians), 0, 'ms')}, max ${fmtStats(summarize(addMaxes), 0, 'ms')}`,

@@ -75,11 +75,12 @@ function simBlock(steps, spaces = 6) {
 
 /**
  * One task of a benchmark mission: the sim writes `path` (default `<id>.txt`, after an optional
- * sleep) and the one exit criterion checks that file exists.
+ * sleep) and the one exit criterion checks that file exists. With `wholeRun`, the sleep lasts until
+ * `sleepMs` after the sim's start (`sleep_until`), so the CLI's run takes `sleepMs` in all.
  */
-export function taskYaml({ id, deps = [], sleepMs = 0, critic = false, path = `${id}.txt` }) {
+export function taskYaml({ id, deps = [], sleepMs = 0, wholeRun = false, critic = false, path = `${id}.txt` }) {
   const steps = [];
-  if (sleepMs > 0) steps.push(`- sleep: ${sleepMs}ms`);
+  if (sleepMs > 0) steps.push(`- ${wholeRun ? 'sleep_until' : 'sleep'}: ${sleepMs}ms`);
   steps.push(`- write: {path: ${path}, content: "${id} done"}`);
   if (critic) steps.push('- review: {score: 9}');
   return [

@@ -17,10 +17,13 @@ export interface AgeContext {
 /**
  * Lifts run jobs that waited `ageMs` at a lower priority level to the top level, at the back of
  * it, so a side task cannot be overtaken for ever by other missions' critical paths (fairness on a
- * shared queue, queue/priority.ts). One round trip counts the jobs below the top level in every
- * queue; only a queue that has some is looked at further, by one host per pass (a lock key): the
- * oldest jobs of each level by score range (FIFO within a level), their add times in one round
- * trip, and only the aged ones are touched. Returns the ids lifted.
+ * shared queue, queue/priority.ts). Only a job that another mission's jobs are ahead of is lifted:
+ * within one mission, waiting behind its own longer chains is the order working, and a mission is
+ * finite, so its side tasks come when its critical path is done (lifting them there turned the
+ * order of a mission of 10–30 s tasks back into FIFO). One round trip counts the jobs below the
+ * top level in every queue; only a queue that has some is looked at further, by one host per pass
+ * (a lock key): the oldest jobs of each level by score range (FIFO within a level), their add
+ * times in one round trip, and only the aged ones are touched. Returns the ids lifted.
  */
 export async function agePriorities(
   ctx: AgeContext,
@@ -49,17 +52,19 @@ export async function agePriorities(
     );
     if (lock !== 'OK') continue;
     const ranges = ctx.redis.pipeline();
-    for (let level = TOP_PRIORITY + 1; level <= PRIORITY_LEVELS; level++) {
+    for (let level = TOP_PRIORITY; level <= PRIORITY_LEVELS; level++) {
       const low = level * PRIORITY_SCALE;
       ranges.zrangebyscore(queue.toKey('prioritized'), low, low + PRIORITY_SCALE - 1, 'LIMIT', 0, AGE_BATCH);
     }
-    const ids = ((await ranges.exec()) ?? []).flatMap(([, value]) => (value as string[] | null) ?? []);
+    const levels = ((await ranges.exec()) ?? []).map(([, value]) => (value as string[] | null) ?? []);
+    const ids = levels.slice(1).flat();
     if (ids.length === 0) continue;
     const stamps = ctx.redis.pipeline();
     for (const id of ids) stamps.hget(queue.toKey(id), 'timestamp');
     const added = ((await stamps.exec()) ?? []).map(([, value]) => Number(value));
+    const overtaken = overtakenByOthers(levels);
     for (const [i, id] of ids.entries()) {
-      if (!(now - (added[i] ?? now) >= ageMs)) continue;
+      if (!(now - (added[i] ?? now) >= ageMs) || !overtaken.has(id)) continue;
       const job = await queue.getJob(id);
       // Gone since the read: nothing to lift. One taken since keeps its place (the script only
       // re-adds a job it finds waiting).
@@ -69,4 +74,29 @@ export async function agePriorities(
     }
   }
   return lifted;
+}
+
+/** The mission of a run job, from its id (`<mission>.<task>.a<n>.run`, attemptJobId()). */
+function missionOfJob(id: string): string {
+  const dot = id.indexOf('.');
+  return dot < 0 ? id : id.slice(0, dot);
+}
+
+/**
+ * The jobs below the top level that wait behind another mission's job: `levels[k]` holds the
+ * oldest job ids of level `TOP_PRIORITY + k`, which are served before every job of a later level.
+ * Pure; tested by table.
+ */
+export function overtakenByOthers(levels: readonly (readonly string[])[]): Set<string> {
+  const overtaken = new Set<string>();
+  const ahead = new Set<string>();
+  for (const ids of levels) {
+    const missions = new Set(ids.map(missionOfJob));
+    for (const id of ids) {
+      const mine = missionOfJob(id);
+      if ([...ahead].some((mission) => mission !== mine)) overtaken.add(id);
+    }
+    for (const mission of missions) ahead.add(mission);
+  }
+  return overtaken;
 }

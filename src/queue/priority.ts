@@ -10,13 +10,14 @@ import { type DagTask, dependentsOf, topologicalOrder } from '../shared/dag.js';
  * every mission's critical path is level 1, whatever its depth, so a deep mission and a flat one
  * meet at level 1 on a shared queue and take turns there in release order; depth buys a task
  * precedence only over its own mission's shorter chains and over other missions' side tasks.
- * Aging (`PRIORITY_AGE_MS`, applied by the hosts) bounds how long a side task can be overtaken.
+ * Aging (`PRIORITY_AGE_MS`, applied by the hosts) bounds how long another mission can overtake a
+ * side task.
  */
 
 /** Levels of the scale: enough to order a mission of depth 8 exactly, few enough to age cheaply. */
 export const PRIORITY_LEVELS = 8;
 
-/** The top level: a mission's critical path, and any job that has waited `PRIORITY_AGE_MS`. */
+/** The top level: a mission's critical path, and a job that waited `PRIORITY_AGE_MS` behind another mission's. */
 export const TOP_PRIORITY = 1;
 
 /**

@@ -15,6 +15,8 @@ export interface SimIo {
     timeoutMs: number,
   ): Promise<{ exitCode: number | null; output: string; error?: string }>;
   sleep(ms: number): Promise<void>;
+  /** Milliseconds since this process started (its own start-up included). */
+  uptimeMs(): number;
   /** True when this run should be rate limited; `times` undefined means every run. */
   takeRateLimit(times: number | undefined): Promise<boolean>;
 }
@@ -130,6 +132,14 @@ export async function executeSteps(steps: readonly Step[], ctx: RunContext, io: 
         await io.sleep(step.value);
         did.push(`slept ${step.value}ms`);
         break;
+      case 'sleep_until': {
+        // The run as a whole takes the given time: a benchmark's task then costs what its mission
+        // says, with the stand-in's own start-up inside it, as a real CLI's is inside its run.
+        const rest = Math.max(0, step.value - io.uptimeMs());
+        await io.sleep(rest);
+        did.push(`slept ${Math.round(rest)}ms (until ${step.value}ms after start)`);
+        break;
+      }
       case 'fail_until_attempt':
         if (ctx.attempt < step.value.attempt) {
           const message =

@@ -22,6 +22,7 @@ export function createSimIo(options: { cwd: string; stateDir: string; stateKey: 
     },
     run: (argv, timeoutMs) => runProgram(cwd, argv, timeoutMs),
     sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
+    uptimeMs: () => performance.now(),
     takeRateLimit: (times) => takeRateLimit(options.stateDir, options.stateKey, times),
   };
 }

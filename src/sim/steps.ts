@@ -62,6 +62,7 @@ export const STEP_SCHEMAS = {
           },
     ),
   sleep: duration,
+  sleep_until: duration,
   fail_until_attempt: z
     .union([
       attempt,
@@ -181,6 +182,7 @@ export const STEP_FORMS: Readonly<Record<StepKind, string>> = {
   append: '{path, content, broken?}',
   run: 'an argument list [program, arg, …] or {argv: […], allow_failure?, timeout?}',
   sleep: 'a duration such as 500ms or 2s',
+  sleep_until: 'a duration such as 500ms or 2s',
   fail_until_attempt: 'an attempt number or {attempt, message?, exit_code?}',
   break_until_attempt: 'an attempt number',
   exceed_timeout: 'true or {partial_result: true}',

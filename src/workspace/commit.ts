@@ -95,7 +95,26 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
         entries: dispatch.entries,
       },
     ]);
-  const [workCommit = '', commit = ''] = await fastImport(dir, streamFor('HEAD'));
+  const target = fullRef(options.ref);
+  // A local mission repo takes the commits first, setting the attempt's ref. The checkout borrows
+  // that repo's objects (repo-cache.ts), so moving its HEAD is one `update-ref`; git refuses to
+  // point a ref at an object it cannot see, and then the checkout gets its own import.
+  const local = options.localRepo;
+  const published =
+    local === undefined
+      ? null
+      : await fastImport(local, streamFor(target)).catch(() => removeCrashReports(local).then(() => null));
+  let ids = published;
+  if (published) {
+    await housekeep(local ?? '');
+    const moved = await runGit(['update-ref', '--no-deref', 'HEAD', published[1] ?? ''], {
+      cwd: dir,
+      allowFailure: true,
+    });
+    if (moved.exitCode !== 0) ids = null;
+  }
+  ids ??= await fastImport(dir, streamFor('HEAD'));
+  const [workCommit = '', commit = ''] = ids;
   // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
   const staged = [...work.paths, ...dispatch.paths];
   if (staged.length > 0) {
@@ -105,16 +124,8 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
     });
   }
   const changed = agentCommitted ? await treesDiffer(dir, base, workCommit) : work.entries.length > 0;
-  const target = fullRef(options.ref);
-  const published =
-    options.localRepo !== undefined &&
-    (await fastImport(options.localRepo, streamFor(target)).then(
-      (ids) => ids[1] === commit,
-      () => removeCrashReports(options.localRepo ?? '').then(() => false),
-    ));
   // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
   if (!published) await pushRef({ dir, ref: options.ref, commit });
-  else if (options.localRepo !== undefined) await housekeep(options.localRepo);
   return { commit, workCommit, changed, ref: options.ref };
 }
 

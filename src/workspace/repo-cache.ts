@@ -3,7 +3,7 @@
  * checks out a worktree from it, so objects are downloaded once per host, not once per task.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, stat, utimes } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
@@ -101,7 +101,10 @@ async function cloneOnce(repo: string, dir: string): Promise<void> {
   // would trust it, and of two processes cloning at once, the second rename loses and is dropped.
   const temporary = `${dir}.tmp-${randomBytes(4).toString('hex')}`;
   try {
-    await runGit(['clone', '--no-checkout', '--no-tags', '--quiet', '--', repo, temporary]);
+    // A local mission repo is borrowed from, not copied (`--shared`: its objects are the cache's
+    // alternates): a checkout sees a commit the moment it is in the mission repo, without a fetch.
+    const shared = isRepoUrl(repo) ? [] : ['--shared'];
+    await runGit(['clone', '--no-checkout', '--no-tags', '--quiet', ...shared, '--', repo, temporary]);
     // The cache is shared by concurrent worktrees; an automatic gc repacking refs under them would
     // race their ref updates. It is a disposable cache, so it may simply grow.
     await runGit(['config', 'gc.auto', '0'], { cwd: temporary });
@@ -132,12 +135,24 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
 
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => serialise(dir, task);
   const fetchArgs = ['fetch', '--prune', '--no-tags', '--quiet', 'origin'];
+  const local = isRepoUrl(repo) ? null : await sharedObjects(repo, dir);
+  /** What this process's last fetch set each tracking ref to: remoteCommit() then needs no git. */
+  const fetched = new Map<string, string>();
   return {
     repo,
     dir,
     exclusive,
     fetch: (branches) =>
       exclusive(async () => {
+        if (!branches) fetched.clear();
+        for (const name of branches ?? []) fetched.delete(trackingRef(name));
+        if (local && branches && branches.length > 0) {
+          const commits = await readLocalRefs(local, dir, branches);
+          if (commits) {
+            for (const [name, commit] of commits) fetched.set(trackingRef(name), commit);
+            return;
+          }
+        }
         if (branches && branches.length > 0) {
           const refspecs = branches.map((name) => `+${remoteName(name)}:${trackingRef(name)}`);
           const args = ['fetch', '--no-tags', '--quiet', 'origin', ...refspecs];
@@ -155,8 +170,76 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
           (result) => describeGitFailure(fetchArgs, result),
         );
       }),
-    remoteCommit: (branch) => resolveCommit(dir, trackingRef(branch)),
+    remoteCommit: async (branch) =>
+      fetched.get(trackingRef(branch)) ?? resolveCommit(dir, trackingRef(branch)),
   };
+}
+
+/**
+ * A cache of a local mission repo that borrows the repo's objects (its alternates; `clone
+ * --shared` sets them, and a cache cloned before that gets them here, once per process): the
+ * mission repo's git directory, or null when it cannot be read and fetches stay ordinary.
+ */
+const borrowed = new Map<string, Promise<string | null>>();
+
+function sharedObjects(repo: string, dir: string): Promise<string | null> {
+  let known = borrowed.get(dir);
+  if (!known) {
+    known = borrowObjects(repo, dir).catch(() => null);
+    borrowed.set(dir, known);
+  }
+  return known;
+}
+
+async function borrowObjects(repo: string, dir: string): Promise<string | null> {
+  const common = await runGit(['rev-parse', '--path-format=absolute', '--git-common-dir'], {
+    cwd: repo,
+    allowFailure: true,
+  });
+  if (common.exitCode !== 0) return null;
+  const gitDir = common.stdout.trim();
+  const objects = join(gitDir, 'objects');
+  const file = join(dir, '.git', 'objects', 'info', 'alternates');
+  const listed = await readFile(file, 'utf8').catch(() => '');
+  if (!listed.split('\n').some((line) => line.trim() === objects)) {
+    await mkdir(join(dir, '.git', 'objects', 'info'), { recursive: true });
+    await appendFile(file, `${listed === '' || listed.endsWith('\n') ? '' : '\n'}${objects}\n`);
+  }
+  return gitDir;
+}
+
+/**
+ * A targeted fetch from a local mission repo whose objects the cache borrows: the refs are read
+ * there (`for-each-ref`) and written here (`update-ref --stdin`), two small processes instead of
+ * a fetch (fetch, upload-pack, and a pack of nothing). Null when a ref is missing there or the
+ * update fails (a lock held by another process, say): the caller then fetches as usual.
+ */
+async function readLocalRefs(
+  gitDir: string,
+  dir: string,
+  names: readonly string[],
+): Promise<Map<string, string> | null> {
+  const wanted = names.map(remoteName);
+  const listed = await runGit(['for-each-ref', '--format=%(objectname) %(refname)', ...wanted], {
+    cwd: gitDir,
+    allowFailure: true,
+  });
+  if (listed.exitCode !== 0) return null;
+  // A pattern also matches the refs below it (`refs/heads/a` lists `refs/heads/a/b`): exact names only.
+  const found = new Map<string, string>();
+  for (const line of listed.stdout.split('\n')) {
+    const [commit, ref] = line.split(' ');
+    if (commit && ref) found.set(ref, commit);
+  }
+  const commits = new Map<string, string>();
+  for (const [i, name] of names.entries()) {
+    const commit = found.get(wanted[i] ?? '');
+    if (!commit) return null;
+    commits.set(name, commit);
+  }
+  const input = [...commits].map(([name, commit]) => `update ${trackingRef(name)} ${commit}\n`).join('');
+  const updated = await runGit(['update-ref', '--stdin'], { cwd: dir, input, allowFailure: true });
+  return updated.exitCode === 0 ? commits : null;
 }
 
 const LOCK_RETRIES = 4;

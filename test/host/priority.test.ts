@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agePriorities } from '../../src/host/age-priorities.js';
+import { agePriorities, overtakenByOthers } from '../../src/host/age-priorities.js';
 import { PRIORITY_AGE_MS } from '../../src/queue/priority.js';
 import { QueueSet } from '../../src/queue/queues.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
@@ -168,6 +168,49 @@ describe('priority aging', () => {
       while (order.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
       await worker.close();
       expect(order).toEqual(['critical-1', 'side', 'critical-2']);
+    } finally {
+      await queues.close();
+      await redis.quit();
+      await cluster.stop();
+    }
+  });
+});
+
+describe('which aged jobs another mission overtakes', () => {
+  it.each([
+    [
+      'one mission: its side tasks wait behind its own chains',
+      [['m.a.a1.run'], ['m.b.a1.run'], ['m.c.a1.run']],
+      [],
+    ],
+    ['another mission ahead: the job behind it', [['n.a.a1.run'], ['m.b.a1.run']], ['m.b.a1.run']],
+    [
+      'two levels down, behind the other mission only',
+      [['m.a.a1.run', 'n.x.a1.run'], [], ['m.c.a1.run', 'n.y.a1.run']],
+      ['m.c.a1.run', 'n.y.a1.run'],
+    ],
+    ['the same level is FIFO, not overtaking', [[], ['n.a.a1.run', 'm.b.a1.run']], []],
+    ['nothing waits', [[], []], []],
+  ])('%s', (_name, levels, expected) => {
+    expect([...overtakenByOthers(levels)].sort()).toEqual(expected);
+  });
+
+  it('leaves an aged side task of a mission alone behind its own critical path', async () => {
+    const cluster = await startCluster({ hosts: 0 });
+    const redis = createRedis({ url: cluster.redis.url, role: 'worker' });
+    const queues = new QueueSet(redis, uniquePrefix());
+    try {
+      const queue = queues.get('dispatch.aging');
+      await queue.add('run', {}, { jobId: 'm1.side.a1.run', priority: 8 });
+      await queue.add('run', {}, { jobId: 'm1.head.a1.run', priority: 1 });
+      const aged = { now: Date.now() + PRIORITY_AGE_MS + 1, intervalMs: 1_000 };
+      expect(await agePriorities({ redis, queues, hostId: 'h' }, ['dispatch.aging'], aged)).toEqual([]);
+      // Another mission's critical path arrives: now the side task is overtaken by it, and lifted.
+      await queue.add('run', {}, { jobId: 'm2.head.a1.run', priority: 1 });
+      await redis.del(queues.get('dispatch.aging').toKey('age-lock'));
+      expect(await agePriorities({ redis, queues, hostId: 'h' }, ['dispatch.aging'], aged)).toEqual([
+        'm1.side.a1.run',
+      ]);
     } finally {
       await queues.close();
       await redis.quit();

@@ -56,7 +56,7 @@ function steps(block: string): readonly Step[] {
   return parsed.steps;
 }
 
-function fakeIo(fail: readonly string[] = []) {
+function fakeIo(fail: readonly string[] = [], uptime = 0) {
   const files = new Map<string, string>();
   const runs: string[][] = [];
   const sleeps: number[] = [];
@@ -75,6 +75,7 @@ function fakeIo(fail: readonly string[] = []) {
     async sleep(ms) {
       sleeps.push(ms);
     },
+    uptimeMs: () => uptime,
     async takeRateLimit(times) {
       if (times === undefined) return true;
       if (limited >= times) return false;
@@ -336,6 +337,15 @@ describe('executeSteps', () => {
     const fake = fakeIo();
     await executeSteps(steps('- sleep: 2s'), builder(), fake.io);
     expect(fake.sleeps).toEqual([2000]);
+  });
+
+  it('sleeps until a time after its own start, counting the start-up already spent', async () => {
+    const started = fakeIo([], 300);
+    await executeSteps(steps('- sleep_until: 2s'), builder(), started.io);
+    expect(started.sleeps).toEqual([1700]);
+    const late = fakeIo([], 2500);
+    await executeSteps(steps('- sleep_until: 2s'), builder(), late.io);
+    expect(late.sleeps).toEqual([0]);
   });
 
   it('fails until the given attempt, keeping the work done before', async () => {

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
 import { diffAgainstIntegration } from '../../src/workspace/attempt-checkout.js';
@@ -150,6 +150,115 @@ describe('prepareWorkspace', () => {
     expect(prepared.repo).toBe(url);
     expect(await git(bare, 'rev-parse', 'flotilla/m6')).toBe(prepared.baseCommit);
     expect(prepared.baseCommit).toBe(await git(bare, 'rev-parse', 'HEAD'));
+  });
+});
+
+/** True when `id` is stored in the repository at `dir` itself (loose or packed), not only in its alternates. */
+async function storedHere(dir: string, id: string): Promise<boolean> {
+  const result = await runGit(['cat-file', '-e', id], {
+    cwd: dir,
+    allowFailure: true,
+    env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: '' },
+  });
+  const alternates = join(dir, '.git', 'objects', 'info', 'alternates');
+  const saved = await readFile(alternates, 'utf8').catch(() => null);
+  if (saved === null) return result.exitCode === 0;
+  // The alternates file is read whatever the environment says: hide it for the question.
+  await unlink(alternates);
+  try {
+    return (await runGit(['cat-file', '-e', id], { cwd: dir, allowFailure: true })).exitCode === 0;
+  } finally {
+    await writeFile(alternates, saved);
+  }
+}
+
+describe('a host cache of a local mission repo', () => {
+  it('borrows the repo’s objects: a branch moved there is read without a fetch', async () => {
+    const prepared = await missionRepo('m30');
+    const { cache } = await host(prepared.repo);
+    // A commit made in the mission repo after the clone, on the integration branch.
+    await writeFile(join(prepared.repo, 'later.txt'), 'later\n');
+    await runGit(['add', 'later.txt'], { cwd: prepared.repo });
+    await runGit(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'later'], {
+      cwd: prepared.repo,
+    });
+    const later = await git(prepared.repo, 'rev-parse', 'HEAD');
+    await runGit(['update-ref', `refs/heads/${integrationBranch('m30')}`, later], { cwd: prepared.repo });
+    const fetchHead = join(cache.dir, '.git', 'FETCH_HEAD');
+    await unlink(fetchHead).catch(() => undefined);
+
+    await cache.fetch([integrationBranch('m30')]);
+    expect(await cache.remoteCommit(integrationBranch('m30'))).toBe(later);
+    expect(await git(cache.dir, 'rev-parse', `refs/remotes/origin/${integrationBranch('m30')}`)).toBe(later);
+    // No `git fetch` ran (it writes FETCH_HEAD), and the commit was not copied into the cache.
+    await expect(stat(fetchHead)).rejects.toThrow();
+    expect(await storedHere(cache.dir, later)).toBe(false);
+    expect(await git(cache.dir, 'cat-file', '-t', later)).toBe('commit');
+  });
+
+  it('falls back to a fetch for a ref the mission repo lacks, and reports it missing as before', async () => {
+    const prepared = await missionRepo('m31');
+    const { cache } = await host(prepared.repo);
+    await cache.fetch(['flotilla/no-such-branch']);
+    expect(await cache.remoteCommit('flotilla/no-such-branch')).toBeNull();
+  });
+
+  it('gives a cache cloned before borrowing (a copy) the repo’s objects as alternates', async () => {
+    const prepared = await missionRepo('m32');
+    const cacheDir = scratch('cache');
+    const first = await openRepoCache({ repo: prepared.repo, cacheDir });
+    // What an older flotilla left: a plain local clone, without alternates. Another process opens it.
+    await rm(first.dir, { recursive: true, force: true });
+    await runGit(['clone', '--no-checkout', '--no-tags', '--quiet', '--', prepared.repo, first.dir]);
+    vi.resetModules();
+    const { openRepoCache: reopen } = await import('../../src/workspace/repo-cache.js');
+    const again: RepoCache = await reopen({ repo: prepared.repo, cacheDir });
+    expect(again.dir).toBe(first.dir);
+    const alternates = await readFile(join(again.dir, '.git', 'objects', 'info', 'alternates'), 'utf8');
+    expect(alternates.trim()).toBe(join(prepared.repo, '.git', 'objects'));
+  });
+
+  it('writes an attempt’s commits into the mission repo only, and moves the checkout to them', async () => {
+    const prepared = await missionRepo('m33');
+    const h = await host(prepared.repo);
+    const checkout = await checkoutAttempt({ ...h, missionId: 'm33', taskId: 't', attempt: 1 });
+    await writeFile(join(checkout.dir, 'README.md'), '# calc, changed\n');
+    const ref = attemptRef('m33', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't: work',
+      ref,
+      localRepo: prepared.repo,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(committed.commit);
+    expect(await git(checkout.dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    expect(await git(checkout.dir, 'status', '--porcelain')).toBe('');
+    expect(await storedHere(h.cache.dir, committed.commit)).toBe(false);
+    expect(await storedHere(h.cache.dir, committed.workCommit)).toBe(false);
+    await removeWorktree(checkout.dir);
+  });
+
+  it('imports into a checkout that cannot see the mission repo’s objects as well', async () => {
+    const prepared = await missionRepo('m34');
+    // A checkout of a plain copy of the mission repo, which borrows nothing from it.
+    const copy = scratch('copy');
+    await runGit(['clone', '--no-checkout', '--no-tags', '--quiet', '--', prepared.repo, copy]);
+    const dir = scratch('checkout');
+    await runGit(['worktree', 'add', '--quiet', '--detach', dir, prepared.baseCommit], { cwd: copy });
+    await writeFile(join(dir, 'README.md'), '# calc, changed again\n');
+    const ref = attemptRef('m34', 't', 1);
+    const committed = await commitAttempt({
+      dir,
+      message: 't: work',
+      ref,
+      baseCommit: prepared.baseCommit,
+      localRepo: prepared.repo,
+    });
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(committed.commit);
+    expect(await git(dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    expect(await git(dir, 'status', '--porcelain')).toBe('');
+    expect(await storedHere(copy, committed.commit)).toBe(true);
+    await removeWorktree(dir);
   });
 });
 
