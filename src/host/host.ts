@@ -16,6 +16,7 @@ import { createTelemetry } from '../shared/telemetry.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
+import { gateJobFailed } from '../stages/gate/job-failed.js';
 import { gateAttempt } from '../stages/gate/processor.js';
 import { runAttempt } from '../stages/run/processor.js';
 import { verifyAttempt } from '../stages/verify/processor.js';
@@ -224,6 +225,16 @@ export async function startHost(options: HostOptions): Promise<Host> {
     (job, token) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job, token)),
     Math.max(2, slots),
   );
+  // A gate job out of tries settles its task as failed, so its mission goes on (gate/job-failed.ts).
+  workers.get(QUEUES.mission)?.on('failed', (job) => {
+    if (job?.name !== JOBS.gate) return;
+    gateJobFailed(ctx, job).catch((error: Error) =>
+      logger.warn(
+        { jobId: job.id, err: error.message },
+        'settling a failed gate job failed; the sweep retries',
+      ),
+    );
+  });
   await publish();
   const heartbeat = setInterval(() => {
     publish().catch((error: Error) => logger.debug({ err: error.message }, 'heartbeat failed'));

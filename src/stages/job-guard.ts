@@ -9,22 +9,22 @@ export const MISSION_CANCELLED = 'mission cancelled';
 
 /** Jobs whose payload fails its signature are refused, loudly, before anything runs. */
 export function assertSigned(ctx: HostContext, job: Job): void {
-  if (!verifyPayload(job.data as object, ctx.config.secret)) {
-    ctx.logger.error(
-      { jobId: job.id, queue: job.queueName },
-      'refusing job: payload signature missing or wrong',
-    );
-    throw new FlotillaError('job/unsigned', `job ${job.id}: payload signature missing or wrong; refused`);
-  }
-  // The id is a function of the signed data, so a captured payload re-added under another id
-  // (to run an attempt twice) is refused too; under its own id BullMQ keeps the first job.
-  if (ctx.config.secret && job.id !== expectedJobId(job)) {
-    ctx.logger.error(
-      { jobId: job.id, queue: job.queueName },
-      'refusing job: id does not match its signed payload',
-    );
-    throw new FlotillaError('job/unsigned', `job ${job.id}: id does not match its signed payload; refused`);
-  }
+  const problem = signatureProblem(ctx, job);
+  if (!problem) return;
+  ctx.logger.error({ jobId: job.id, queue: job.queueName }, `refusing job: ${problem}`);
+  throw new FlotillaError('job/unsigned', `job ${job.id}: ${problem}; refused`);
+}
+
+/**
+ * What is wrong with a job's signature, or null when nothing is: a payload signature missing or
+ * wrong, or (with a secret) an id that is not the one its signed data gives. The id is a function
+ * of the signed data, so a captured payload re-added under another id (to run an attempt twice)
+ * is refused too; under its own id BullMQ keeps the first job.
+ */
+export function signatureProblem(ctx: Pick<HostContext, 'config'>, job: Job): string | null {
+  if (!verifyPayload(job.data as object, ctx.config.secret)) return 'payload signature missing or wrong';
+  if (ctx.config.secret && job.id !== expectedJobId(job)) return 'id does not match its signed payload';
+  return null;
 }
 
 function expectedJobId(job: Job): string | undefined {

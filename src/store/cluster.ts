@@ -18,7 +18,7 @@ const HANDBACK_TTL_MS = 3_600_000;
 
 /**
  * What the hosts share beside missions: the registry as they read it, the control channel, named
- * locks, critic hand-back counts and the probe for BullMQ jobs the sweep looks for.
+ * locks, critic hand-back counts and the probes for BullMQ jobs the sweep looks for.
  */
 export class Cluster {
   constructor(
@@ -66,5 +66,17 @@ export class Cluster {
     for (const key of jobKeys) probe.exists(key);
     const replies = (await probe.exec()) ?? [];
     return jobKeys.map((_, i) => replies[i]?.[1] === 1);
+  }
+
+  /**
+   * Which of these BullMQ job ids are in a queue's failed set (`failedKey`, a sorted set), in one
+   * round trip (the sweep's probe for gate jobs that failed for good).
+   */
+  async jobsFailed(failedKey: string, jobIds: readonly string[]): Promise<boolean[]> {
+    if (jobIds.length === 0) return [];
+    const probe = this.redis.pipeline();
+    for (const id of jobIds) probe.zscore(failedKey, id);
+    const replies = (await probe.exec()) ?? [];
+    return jobIds.map((_, i) => replies[i]?.[1] !== null && replies[i]?.[1] !== undefined);
   }
 }

@@ -178,4 +178,8 @@ export class MissionStore {
   jobsExist(jobKeys: readonly string[]) {
     return this.cluster.jobsExist(jobKeys);
   }
+
+  jobsFailed(failedKey: string, jobIds: readonly string[]) {
+    return this.cluster.jobsFailed(failedKey, jobIds);
+  }
 }

@@ -133,6 +133,35 @@ export function formatConflictFeedback(conflict: string, files: readonly string[
   ].join('\n\n');
 }
 
+/** What a gate job that failed for good came to: its last error and how often BullMQ ran it. */
+export interface GateJobFailure {
+  /** The error of the job's last try (BullMQ's `failedReason`), empty when none was recorded. */
+  readonly cause: string;
+  readonly tries: number;
+  readonly cancelled: boolean;
+}
+
+/**
+ * The gate job itself failed for good: every try threw for a reason other than a merge conflict
+ * (a git error, a broken mission repo, a fault in the gate). No attempt gets past a gate that
+ * cannot run, so the task fails, naming the gate and the cause's last line, and the mission goes
+ * on without it; in a cancelled mission the task is cancelled like its siblings.
+ */
+export function decideGateJobFailed(failure: GateJobFailure): GateDecision {
+  if (failure.cancelled) return { action: 'cancel' };
+  const lines = failure.cause
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const last = lines.at(-1) ?? 'no error was recorded';
+  const tries = `${failure.tries} ${failure.tries === 1 ? 'try' : 'tries'}`;
+  return {
+    action: 'fail',
+    feedback: failure.cause.trim() || last,
+    reason: `gate failed after ${tries}: ${clip(last, 300)}`,
+  };
+}
+
 /** The spend that stops retries: a retry once budget_usd is spent fails the task instead. */
 export interface BudgetState {
   readonly budgetUsd?: number;

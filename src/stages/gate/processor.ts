@@ -104,7 +104,7 @@ export async function gateAttempt(
   // script). What lets work start comes first; what only tells (the log line, events) after it,
   // so a released task waits for nothing.
   const released = await startNext(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
-  if (outcome.applied) await record(ctx, { missionId, taskId, attempt }, decision, outcome);
+  if (outcome.applied) await recordSettled(ctx, { missionId, taskId, attempt }, decision, outcome);
   for (const releasedTask of released) {
     await ctx.store.emit({
       missionId,
@@ -120,7 +120,7 @@ export async function gateAttempt(
 }
 
 /** The log line and events of a transition that applied (a replay sends none of them again). */
-async function record(
+export async function recordSettled(
   ctx: HostContext,
   ref: { missionId: string; taskId: string; attempt: number },
   decision: GateDecision,

@@ -4,6 +4,7 @@ import {
   decideAfterMerge,
   decideBudget,
   decideGate,
+  decideGateJobFailed,
   describeDecision,
   formatCriteriaFeedback,
   formatCriticFeedback,
@@ -330,5 +331,42 @@ describe('feedback formatting', () => {
     expect(formatCriticFeedback({ score: 6.5, verdict: 'approve', issues: [] }, 7)).toBe(
       'The reviewer scored the work 6.5/10 (7 needed) and did not approve the work. It listed no specific issues; review the change against the task.',
     );
+  });
+});
+
+describe('decideGateJobFailed', () => {
+  it('fails the task naming the gate, its tries and the last line of the cause', () => {
+    const decision = decideGateJobFailed({
+      cause: 'git update-ref refs/heads/flotilla/m: error\nfatal: cannot lock ref   \n\n',
+      tries: 5,
+      cancelled: false,
+    });
+    expect(decision).toEqual({
+      action: 'fail',
+      feedback: 'git update-ref refs/heads/flotilla/m: error\nfatal: cannot lock ref',
+      reason: 'gate failed after 5 tries: fatal: cannot lock ref',
+    });
+  });
+
+  it('says so when BullMQ recorded no error, and counts one try as one', () => {
+    expect(decideGateJobFailed({ cause: '', tries: 1, cancelled: false })).toMatchObject({
+      action: 'fail',
+      reason: 'gate failed after 1 try: no error was recorded',
+    });
+  });
+
+  it('clips a long cause to one readable line', () => {
+    const decision = decideGateJobFailed({
+      cause: `fatal: ${'x'.repeat(1_000)}`,
+      tries: 5,
+      cancelled: false,
+    });
+    expect(decision.action === 'fail' && decision.reason.length).toBeLessThanOrEqual(340);
+  });
+
+  it('cancels the task of a cancelled mission instead', () => {
+    expect(decideGateJobFailed({ cause: 'fatal: x', tries: 5, cancelled: true })).toEqual({
+      action: 'cancel',
+    });
   });
 });
