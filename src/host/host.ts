@@ -121,7 +121,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const disabled = new Map<string, string>();
   const coolingUntil = new Map<string, number>();
   const startedAt = new Date().toISOString();
-  const { workers, active, serve } = createPools({ redis, config, telemetry, logger });
+  const { workers, active, serve, hold } = createPools({ redis, config, telemetry, logger });
 
   const info = (): HostInfo => ({
     hostId,
@@ -194,6 +194,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       await reconcileDispatchWorkers();
     },
     missions: new Map(),
+    holdFetching: hold,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     ...(signingKey ? { signingKey } : {}),
   };

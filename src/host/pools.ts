@@ -25,6 +25,11 @@ export interface Pools {
   readonly active: Map<string, Worker>;
   /** Serves `queue` with up to `concurrency` jobs at once; a queue already served is left as it is. */
   serve(queue: string, processor: Processor, concurrency: number): void;
+  /**
+   * Stops this host fetching from `queue` (its running jobs go on) until every hold is given back
+   * by the function returned: a finished run keeps its place for its dependents (run/hold-fetch.ts).
+   */
+  hold(queue: string): Promise<() => void>;
 }
 
 /** A host's worker pools, one per queue, and the jobs they are running. */
@@ -83,5 +88,22 @@ export function createPools(options: {
       ),
     );
   };
-  return { workers, active, serve };
+  const holds = new Map<string, number>();
+  const hold = async (queue: string) => {
+    const worker = workers.get(queue);
+    if (!worker) return () => {};
+    const count = (holds.get(queue) ?? 0) + 1;
+    holds.set(queue, count);
+    // Paused before the job that asks completes, so its completion fetches no next job.
+    if (count === 1) await worker.pause(true);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const left = (holds.get(queue) ?? 1) - 1;
+      holds.set(queue, left);
+      if (left === 0) void worker.resume();
+    };
+  };
+  return { workers, active, serve, hold };
 }

@@ -29,7 +29,8 @@ export class QueueSet {
   readonly flows: FlowProducer;
 
   constructor(
-    private readonly connection: RedisClient,
+    /** The connection every queue of the set shares; a host reads queue keys with it too. */
+    readonly connection: RedisClient,
     readonly prefix: string,
     private readonly telemetry?: Telemetry,
   ) {

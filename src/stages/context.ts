@@ -47,6 +47,8 @@ export interface HostContext {
   readonly missions: Map<string, MissionRecord>;
   /** `flotilla worker --sandbox`: every agent CLI runs under bwrap. */
   readonly sandbox?: Sandbox;
+  /** Stops this host fetching from a queue until the returned function is called (host/pools.ts). */
+  readonly holdFetching?: (queue: string) => Promise<() => void>;
 }
 
 /**

@@ -7,6 +7,7 @@ import { PRIORITY_AGE_MS } from '../../src/queue/priority.js';
 import { QueueSet } from '../../src/queue/queues.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
 import { createRedis } from '../../src/shared/redis.js';
+import { shouldHold } from '../../src/stages/run/hold-fetch.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
 
@@ -103,6 +104,29 @@ describe('run-job priority on a shared queue', () => {
     expect(status.status).toBe('done');
     for (const short of ['s1', 's2', 's3'])
       expect(started(status, 'head')).toBeLessThan(started(status, short));
+  });
+
+  it('keeps the slot a run frees for the dependent its approval releases, not a side task', async () => {
+    const hold = await holdTheSlot();
+    const id = await cluster.submit(
+      mission('hold for the chain', [
+        task('head', [], '200ms'),
+        task('c2', ['head'], '200ms'),
+        task('c3', ['c2'], '200ms'),
+        task('s1', [], '200ms'),
+        task('s2', [], '200ms'),
+      ]),
+    );
+    await hold.free();
+    const status = await cluster.client.wait(id, { pollMs: 200 });
+    await cluster.client.wait(hold.id, { pollMs: 200 });
+    expect(status.status).toBe('done');
+    // The slot frees when head's CLI is done, before its gate releases c2: without the hold a
+    // side task, waiting already, takes it, and the chain waits a whole task at that link. (c3
+    // ends the chain: its level is the side tasks', which were there first.)
+    const sides = ['s1', 's2'].map((t) => started(status, t));
+    expect(started(status, 'head')).toBeLessThan(Math.min(...sides));
+    expect(started(status, 'c2')).toBeLessThan(Math.min(...sides));
   });
 
   it('lets a flat mission in beside a deep one, and the deep one keeps its turn', async () => {
@@ -216,5 +240,34 @@ describe('which aged jobs another mission overtakes', () => {
       await redis.quit();
       await cluster.stop();
     }
+  });
+});
+
+describe('holding a queue for a run’s dependents', () => {
+  it.each([
+    [
+      'a released dependent outranks everything waiting',
+      { critic: false, released: [2], bestWaiting: 5 },
+      true,
+    ],
+    [
+      'a job as good waits already: it takes the slot',
+      { critic: false, released: [3], bestWaiting: 3 },
+      false,
+    ],
+    [
+      'nothing waits: a released job wakes an idle worker',
+      { critic: false, released: [1], bestWaiting: null },
+      false,
+    ],
+    ['no dependent is released by this approval', { critic: false, released: [], bestWaiting: 8 }, false],
+    ['a critic reviews first: too long to hold', { critic: true, released: [1], bestWaiting: 8 }, false],
+    [
+      'the plain wait list (a crashed host’s job) comes first',
+      { critic: false, released: [1], bestWaiting: 0 },
+      false,
+    ],
+  ])('%s', (_name, input, expected) => {
+    expect(shouldHold(input)).toBe(expected);
   });
 });

@@ -20,6 +20,7 @@ import { checkpointIntervalMs, mayHaveCheckpoint } from './checkpoint-plan.js';
 import { dropCheckpoint, startCheckpoints, type WipState } from './checkpoints.js';
 import { chooseCli } from './choose-cli.js';
 import { finishRun } from './finish.js';
+import { bestWaiting, releasedByApproval, shouldHold, untilReleased } from './hold-fetch.js';
 import { assemblePrompt } from './prompt.js';
 import { gatherPromptFacts } from './prompt-input.js';
 import { leaseRunCheckout } from './resume-run.js';
@@ -132,7 +133,12 @@ export async function runAttempt(
       checkpoints: { intervalMs, wip, ...(checkout.resumed ? { resumedTree: checkout.resumed.tree } : {}) },
     });
     await dropCheckpoint(ctx, { job, token, dir: checkout.dir, wip, log });
-    if (result.outcome === 'done' && result.commit) parkAt = result.commit;
+    if (result.outcome === 'done' && result.commit) {
+      parkAt = result.commit;
+      await holdForDependents(ctx, job, spec.tasks, task).catch((error: Error) =>
+        log.debug({ err: error.message }, 'holding the queue for dependents failed'),
+      );
+    }
     return result;
   } finally {
     release();
@@ -299,4 +305,31 @@ async function budgetSpent(
   // Read fresh: the cached mission record holds the cost at the time it was first loaded.
   const spent = await ctx.store.addCost(missionId, 0);
   return spent >= budgetUsd ? `budget of $${budgetUsd} spent ($${spent.toFixed(2)})` : null;
+}
+
+/**
+ * A run that passed, whose approval would release a dependent that outranks every job waiting:
+ * this host stops fetching from the run's queue until the gate has released it, so the slot this
+ * run frees goes to the dependent and not to a side task (run/hold-fetch.ts). Not awaited beyond
+ * the decision: the run job completes at once, and its verify and gate go on.
+ */
+async function holdForDependents(
+  ctx: HostContext,
+  job: Job<RunJobData>,
+  tasks: readonly TaskSpec[],
+  task: TaskSpec,
+): Promise<void> {
+  if (!ctx.holdFetching || task.critic) return;
+  const { missionId, taskId, attempt } = job.data;
+  const released = await releasedByApproval(ctx, missionId, tasks, taskId);
+  if (released.length === 0) return;
+  const waiting = await bestWaiting(ctx.queues.connection, ctx.queues.get(job.queueName));
+  if (!shouldHold({ critic: task.critic, released: released.map((r) => r.priority), bestWaiting: waiting }))
+    return;
+  const release = await ctx.holdFetching(job.queueName);
+  void untilReleased(
+    ctx,
+    { missionId, taskId, attempt },
+    released.map((r) => r.id),
+  ).finally(release);
 }
