@@ -1,5 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { DISPATCH_DIR } from '../shared/contracts.js';
 
 /**
  * What the paths that changed in the repository flotilla runs in, during one run, say about that
@@ -16,8 +17,6 @@ export interface AttemptFiles {
   readonly promptPath: string;
   readonly resultPath: string;
 }
-
-export const DISPATCH_DIR = '.planning/dispatch';
 
 /**
  * The changed paths (relative to the repository top) that are this attempt's own files. A file in

@@ -1,12 +1,9 @@
-import { PRIORITY_AGE_MS, PRIORITY_LEVELS, TOP_PRIORITY } from '../queue/priority.js';
+import { PRIORITY_AGE_MS, PRIORITY_LEVELS, PRIORITY_SCORE_SCALE, TOP_PRIORITY } from '../queue/priority.js';
 import type { QueueSet } from '../queue/queues.js';
 import type { RedisClient } from '../shared/redis.js';
 
 /** How many of the oldest jobs of each level one pass looks at; the rest wait for the next pass. */
 const AGE_BATCH = 50;
-
-/** BullMQ's prioritized set scores a job `priority × 2³² + counter` (getPriorityScore.lua). */
-const PRIORITY_SCALE = 0x1_0000_0000;
 
 export interface AgeContext {
   readonly redis: RedisClient;
@@ -37,7 +34,11 @@ export async function agePriorities(
   // Most passes find nothing below the top level: one round trip for all queues says so.
   const counts = ctx.redis.pipeline();
   for (const name of queueNames) {
-    counts.zcount(ctx.queues.get(name).toKey('prioritized'), (TOP_PRIORITY + 1) * PRIORITY_SCALE, '+inf');
+    counts.zcount(
+      ctx.queues.get(name).toKey('prioritized'),
+      (TOP_PRIORITY + 1) * PRIORITY_SCORE_SCALE,
+      '+inf',
+    );
   }
   const below = ((await counts.exec()) ?? []).map(([, value]) => Number(value));
   for (const [index, name] of queueNames.entries()) {
@@ -53,8 +54,15 @@ export async function agePriorities(
     if (lock !== 'OK') continue;
     const ranges = ctx.redis.pipeline();
     for (let level = TOP_PRIORITY; level <= PRIORITY_LEVELS; level++) {
-      const low = level * PRIORITY_SCALE;
-      ranges.zrangebyscore(queue.toKey('prioritized'), low, low + PRIORITY_SCALE - 1, 'LIMIT', 0, AGE_BATCH);
+      const low = level * PRIORITY_SCORE_SCALE;
+      ranges.zrangebyscore(
+        queue.toKey('prioritized'),
+        low,
+        low + PRIORITY_SCORE_SCALE - 1,
+        'LIMIT',
+        0,
+        AGE_BATCH,
+      );
     }
     const levels = ((await ranges.exec()) ?? []).map(([, value]) => (value as string[] | null) ?? []);
     const ids = levels.slice(1).flat();

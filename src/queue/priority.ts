@@ -14,6 +14,9 @@ import { type DagTask, dependentsOf, topologicalOrder } from '../shared/dag.js';
  * side task.
  */
 
+/** BullMQ's prioritized set scores a job `priority × 2³² + counter` (getPriorityScore.lua). */
+export const PRIORITY_SCORE_SCALE = 0x1_0000_0000;
+
 /** Levels of the scale: enough to order a mission of depth 8 exactly, few enough to age cheaply. */
 export const PRIORITY_LEVELS = 8;
 

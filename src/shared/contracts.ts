@@ -282,3 +282,6 @@ export interface MissionEvent {
   status?: string;
   message: string;
 }
+
+/** flotilla's PROMPT/RESULT files (and their archive) in a checkout: an attempt's audit record, never its work. */
+export const DISPATCH_DIR = '.planning/dispatch';

@@ -6,8 +6,8 @@
  * is built in an index of its own.
  */
 import { copyFile, rm } from 'node:fs/promises';
-import { CHECKPOINT_REF_PREFIX } from '../shared/contracts.js';
-import { DISPATCH_DIR, pushRef } from './commit.js';
+import { CHECKPOINT_REF_PREFIX, DISPATCH_DIR } from '../shared/contracts.js';
+import { pushRef } from './commit.js';
 import {
   cachedIdentityArgs,
   describeGitFailure,

@@ -1,5 +1,6 @@
 import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { type ImportEntry, importStream } from './fast-import.js';
 import {
@@ -11,9 +12,6 @@ import {
   runGit,
 } from './git.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
-
-/** flotilla's PROMPT/RESULT files (and their archive): the attempt's audit record, never its work. */
-export const DISPATCH_DIR = '.planning/dispatch';
 
 export function isDispatchPath(path: string): boolean {
   return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);

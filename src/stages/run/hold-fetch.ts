@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import { PRIORITY_SCORE_SCALE } from '../../queue/priority.js';
 import { attemptJobId, QUEUES } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import type { RedisClient } from '../../shared/redis.js';
@@ -25,9 +26,6 @@ export const HOLD_MAX_MS = 10_000;
 
 /** How often the hold looks whether the gate has released the dependents. */
 export const HOLD_POLL_MS = 25;
-
-/** BullMQ's prioritized set scores a job `priority × 2³² + counter` (getPriorityScore.lua). */
-const PRIORITY_SCALE = 0x1_0000_0000;
 
 export interface HoldInput {
   /** The task's review: with a critic, approval waits for an agent's review, far too long to hold. */
@@ -77,7 +75,7 @@ export async function bestWaiting(redis: RedisClient, queue: Queue): Promise<num
   ]) as [[unknown, number], [unknown, string[]]];
   if (Number(waiting) > 0) return 0;
   const score = best?.[1];
-  return score === undefined ? null : Math.floor(Number(score) / PRIORITY_SCALE);
+  return score === undefined ? null : Math.floor(Number(score) / PRIORITY_SCORE_SCALE);
 }
 
 /**
