@@ -79,9 +79,10 @@ export async function bestWaiting(redis: RedisClient, queue: Queue): Promise<num
 }
 
 /**
- * Resolves once the gate has settled the attempt and released `dependents` (each one's flow is in
- * the queues: a release marks the task before it adds the flow), or after `HOLD_MAX_MS`. One or two
- * round trips per poll.
+ * Resolves once the gate has released `dependents` (each one's first attempt flow is in the
+ * queues; a release marks the task before it adds the flow, so the mark alone is too early), once
+ * the attempt ended otherwise (failed, retried, cancelled), or after `HOLD_MAX_MS`. A dependent
+ * this approval releases has never run, so its flow is attempt 1's. Two reads a poll.
  */
 export async function untilReleased(
   ctx: Pick<HostContext, 'store' | 'queues'>,
@@ -91,24 +92,16 @@ export async function untilReleased(
 ): Promise<void> {
   const deadline = Date.now() + maxMs;
   const missionQueue = ctx.queues.get(QUEUES.mission);
+  const flows = dependents.map((id) => missionQueue.toKey(attemptJobId(ref.missionId, id, 1, 'gate')));
   while (Date.now() < deadline) {
     await new Promise((done) => setTimeout(done, HOLD_POLL_MS));
-    const [task, ...others] = await ctx.store
-      .getTaskStates(ref.missionId, [ref.taskId, ...dependents])
-      .catch(() => [] as const);
-    if (!task) return;
-    const inFlight =
-      ['running', 'verifying', 'reviewing'].includes(task.status) && task.attempts === ref.attempt;
-    if (inFlight) continue;
-    if (task.status !== 'completed') return;
-    if (others.some((state) => !state || state.status === 'pending')) continue;
-    // Only a queued dependent can lack its flow still; one that moved on (skipped, say) has none to wait for.
-    const keys = dependents.flatMap((id, i) =>
-      others[i]?.status === 'queued'
-        ? [missionQueue.toKey(attemptJobId(ref.missionId, id, Math.max(1, others[i]?.attempts ?? 1), 'gate'))]
-        : [],
-    );
-    const exist = await ctx.store.jobsExist(keys).catch(() => keys.map(() => true));
+    const exist = await ctx.store.jobsExist(flows).catch(() => flows.map(() => true));
     if (exist.every(Boolean)) return;
+    const [task] = await ctx.store.getTaskStates(ref.missionId, [ref.taskId]).catch(() => []);
+    // Still on its way to a release: this attempt in verify or review, or approved a moment ago.
+    const releasing =
+      task?.attempts === ref.attempt &&
+      ['running', 'verifying', 'reviewing', 'completed'].includes(task.status);
+    if (!releasing) return;
   }
 }
