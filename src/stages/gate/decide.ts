@@ -274,3 +274,21 @@ function outputTail(tail: string): string {
 function formatScore(score: number): string {
   return Number.isInteger(score) ? String(score) : score.toFixed(1);
 }
+
+/**
+ * The audit event of a gate decision: its action and what the decision itself carries (the
+ * reason, a retry's delay, an approval's score), plus what only the caller knows.
+ */
+export function gateEvent(
+  decision: GateDecision,
+  extra: { readonly commit?: string; readonly escalation?: string } = {},
+) {
+  return {
+    kind: 'gate' as const,
+    action: decision.action,
+    ...('reason' in decision ? { reason: decision.reason } : {}),
+    ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
+    ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+    ...extra,
+  };
+}

@@ -4,7 +4,7 @@ import type { StageJobData, TaskState } from '../../shared/contracts.js';
 import type { AuditInput, SettleOutcome } from '../../store/mission-store.js';
 import type { HostContext } from '../context.js';
 import { signatureProblem } from '../job-guard.js';
-import { decideGateJobFailed } from './decide.js';
+import { decideGateJobFailed, gateEvent } from './decide.js';
 import { recordSettled } from './processor.js';
 
 /**
@@ -48,11 +48,7 @@ export async function settleFailedGate(
     attempt,
     stage: 'gate',
     host: ctx.hostId,
-    event: {
-      kind: 'gate',
-      action: decision.action,
-      ...('reason' in decision ? { reason: decision.reason } : {}),
-    },
+    event: gateEvent(decision),
   };
   const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
   if (outcome.applied) await recordSettled(ctx, { missionId, taskId, attempt }, decision, outcome);

@@ -9,7 +9,14 @@ import { IntegrationContended } from '../../workspace/integrate.js';
 import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
-import { decideAfterMerge, decideBudget, decideGate, describeDecision, settlePatch } from './decide.js';
+import {
+  decideAfterMerge,
+  decideBudget,
+  decideGate,
+  describeDecision,
+  gateEvent,
+  settlePatch,
+} from './decide.js';
 import { escalateRetry } from './escalation.js';
 import { mergeApproved } from './merge.js';
 
@@ -89,15 +96,10 @@ export async function gateAttempt(
     stage: 'gate',
     host: ctx.hostId,
     cli: result.verify.run.cli,
-    event: {
-      kind: 'gate',
-      action: decision.action,
-      ...('reason' in decision ? { reason: decision.reason } : {}),
-      ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
-      ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+    event: gateEvent(decision, {
       ...(decision.action === 'approve' && mergeCommit ? { commit: mergeCommit } : {}),
       ...(escalation ? { escalation: escalation.reason } : {}),
-    },
+    }),
   };
   const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
   // Effects are idempotent, so they run on replays too (a host may have died right after the
