@@ -88,21 +88,13 @@ describe('a mission started from a git repository', () => {
 
   it('keeps an agent that writes to $PWD inside its checkout', async () => {
     const status = await cluster.run(
-      [
-        'goal: Write where PWD says',
-        'workspace: ./ws',
-        'defaults: { max_attempts: 1, timeout: 60s }',
-        'tasks:',
-        '  - id: pwd',
-        '    title: Write into PWD',
-        '    critic: false',
-        '    capability: code_implementation',
-        '    exit_criteria: ["test -f pwd-was-here.txt"]',
-        '    description: |',
-        indent(
-          sim(`- run: [node, -e, "require('fs').writeFileSync(process.env.PWD + '/pwd-was-here.txt', 'x')"]`),
-        ),
-      ].join('\n'),
+      oneTask({
+        goal: 'Write where PWD says',
+        id: 'pwd',
+        title: 'Write into PWD',
+        criterion: 'test -f pwd-was-here.txt',
+        step: `- run: [node, -e, "require('fs').writeFileSync(process.env.PWD + '/pwd-was-here.txt', 'x')"]`,
+      }),
     );
     expect(status.tasks[0]).toMatchObject({ status: 'completed' });
     expect(existsSync(join(origin, 'pwd-was-here.txt'))).toBe(false);
@@ -114,23 +106,13 @@ describe('a mission started from a git repository', () => {
     // What OpenCode did: its result file, by a relative path, landed in flotilla's directory.
     const result = join(origin, '.planning', 'dispatch', 'escape-a1-RESULT.md');
     const status = await cluster.run(
-      [
-        'goal: Escape the checkout',
-        'workspace: ./ws',
-        'defaults: { max_attempts: 3, timeout: 60s }',
-        'tasks:',
-        '  - id: escape',
-        '    title: Write outside',
-        '    critic: false',
-        '    capability: code_implementation',
-        '    exit_criteria: ["true"]',
-        '    description: |',
-        indent(
-          sim(
-            `- run: [node, -e, "const fs = require('fs'); fs.writeFileSync('${escaped}', 'not yours'); fs.mkdirSync('${join(origin, '.planning', 'dispatch')}', { recursive: true }); fs.writeFileSync('${result}', 'status: complete')"]`,
-          ),
-        ),
-      ].join('\n'),
+      oneTask({
+        goal: 'Escape the checkout',
+        id: 'escape',
+        title: 'Write outside',
+        maxAttempts: 3,
+        step: `- run: [node, -e, "const fs = require('fs'); fs.writeFileSync('${escaped}', 'not yours'); fs.mkdirSync('${join(origin, '.planning', 'dispatch')}', { recursive: true }); fs.writeFileSync('${result}', 'status: complete')"]`,
+      }),
     );
     const [task] = status.tasks;
     // Fatal: a second attempt would let the same CLI write there again.
@@ -159,23 +141,13 @@ describe('a mission started from a git repository', () => {
     const waitFor = `while (!fs.existsSync('${go}')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50)`;
     try {
       const running = cluster.run(
-        [
-          'goal: Work while the user edits',
-          'workspace: ./ws',
-          'defaults: { max_attempts: 1, timeout: 120s }',
-          'tasks:',
-          '  - id: edit',
-          '    title: Wait for the user',
-          '    critic: false',
-          '    capability: code_implementation',
-          '    exit_criteria: ["true"]',
-          '    description: |',
-          indent(
-            sim(
-              `- run: {argv: [node, -e, "const fs = require('fs'); fs.writeFileSync('${started}', ''); ${waitFor}"], timeout: 110s}`,
-            ),
-          ),
-        ].join('\n'),
+        oneTask({
+          goal: 'Work while the user edits',
+          id: 'edit',
+          title: 'Wait for the user',
+          timeout: '120s',
+          step: `- run: {argv: [node, -e, "const fs = require('fs'); fs.writeFileSync('${started}', ''); ${waitFor}"], timeout: 110s}`,
+        }),
       );
       await until(() => existsSync(started));
       await writeFile(join(origin, 'README.md'), '# edited by the user meanwhile\n');
@@ -196,23 +168,12 @@ describe('a mission started from a git repository', () => {
     await writeFile(join(origin, 'README.md'), '# edited by the user, not committed\n');
     try {
       const status = await cluster.run(
-        [
-          'goal: Touch a dirty file',
-          'workspace: ./ws',
-          'defaults: { max_attempts: 1, timeout: 60s }',
-          'tasks:',
-          '  - id: touch',
-          '    title: Append to the user’s README',
-          '    critic: false',
-          '    capability: code_implementation',
-          '    exit_criteria: ["true"]',
-          '    description: |',
-          indent(
-            sim(
-              `- run: [node, -e, "require('fs').appendFileSync('${join(origin, 'README.md')}', 'agent was here')"]`,
-            ),
-          ),
-        ].join('\n'),
+        oneTask({
+          goal: 'Touch a dirty file',
+          id: 'touch',
+          title: 'Append to the user’s README',
+          step: `- run: [node, -e, "require('fs').appendFileSync('${join(origin, 'README.md')}', 'agent was here')"]`,
+        }),
       );
       // The user's README is no file only this attempt would write: seen and reported, not fatal.
       expect(status.tasks[0]?.status).toBe('completed');
@@ -223,6 +184,31 @@ describe('a mission started from a git repository', () => {
     }
   });
 });
+
+/** The YAML of a mission of one task without a critic, whose stand-in performs one sim step. */
+function oneTask(mission: {
+  readonly goal: string;
+  readonly id: string;
+  readonly title: string;
+  readonly maxAttempts?: number;
+  readonly timeout?: string;
+  readonly criterion?: string;
+  readonly step: string;
+}): string {
+  return [
+    `goal: ${mission.goal}`,
+    'workspace: ./ws',
+    `defaults: { max_attempts: ${mission.maxAttempts ?? 1}, timeout: ${mission.timeout ?? '60s'} }`,
+    'tasks:',
+    `  - id: ${mission.id}`,
+    `    title: ${mission.title}`,
+    '    critic: false',
+    '    capability: code_implementation',
+    `    exit_criteria: ["${mission.criterion ?? 'true'}"]`,
+    '    description: |',
+    indent(sim(mission.step)),
+  ].join('\n');
+}
 
 /** Waits for a condition the test cannot be told about, however slow the machine. */
 async function until(condition: () => boolean, timeoutMs = 100_000): Promise<void> {
