@@ -19,8 +19,9 @@ export interface OriginStatus {
 export type ReadOriginStatus = (root: string) => Promise<OriginStatus | null>;
 
 /**
- * The statuses a process's runs share, per repository top. On a project of 80,000 files a status
- * takes 0.5–1 s, and a host's slots would each take two per run. A `before` joins any status still
+ * The statuses a process's runs share, per repository top. On the 80,000-file kernel tree a status
+ * takes 0.15–0.2 s on an idle machine and several times that beside four running tasks
+ * (docs/BENCHMARKS.md §8, §13), and a host's slots would each take two per run. A `before` joins any status still
  * in flight: the CLI has not started, so whatever it lists is the state before the run. An `after`
  * must not see the tree as it was before the CLI exited, so it joins only a status that started
  * after that exit (`since`, a `mark()` taken when the exit was seen) and starts its own otherwise.
