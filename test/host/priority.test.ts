@@ -6,7 +6,7 @@ import { agePriorities, overtakenByOthers } from '../../src/host/age-priorities.
 import { PRIORITY_AGE_MS } from '../../src/queue/priority.js';
 import { QueueSet } from '../../src/queue/queues.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
-import { createRedis } from '../../src/shared/redis.js';
+import { createRedis, type RedisClient } from '../../src/shared/redis.js';
 import { shouldHold } from '../../src/stages/run/hold-fetch.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 import { uniquePrefix } from '../helpers/redis-server.js';
@@ -161,10 +161,7 @@ describe('run-job priority on a shared queue', () => {
 
 describe('priority aging', () => {
   it('lifts a run job that waited too long at a low level above newer top-level jobs', async () => {
-    const cluster = await startCluster({ hosts: 0 });
-    const redis = createRedis({ url: cluster.redis.url, role: 'worker' });
-    const queues = new QueueSet(redis, uniquePrefix());
-    try {
+    await withQueues(async (redis, queues) => {
       const queue = queues.get('dispatch.aging');
       await queue.add('run', { n: 'side' }, { jobId: 'side', priority: 8 });
       await queue.add('run', { n: 'critical-1' }, { jobId: 'critical-1', priority: 1 });
@@ -192,11 +189,7 @@ describe('priority aging', () => {
       while (order.length < 3) await new Promise((resolve) => setTimeout(resolve, 50));
       await worker.close();
       expect(order).toEqual(['critical-1', 'side', 'critical-2']);
-    } finally {
-      await queues.close();
-      await redis.quit();
-      await cluster.stop();
-    }
+    });
   });
 });
 
@@ -220,10 +213,7 @@ describe('which aged jobs another mission overtakes', () => {
   });
 
   it('leaves an aged side task of a mission alone behind its own critical path', async () => {
-    const cluster = await startCluster({ hosts: 0 });
-    const redis = createRedis({ url: cluster.redis.url, role: 'worker' });
-    const queues = new QueueSet(redis, uniquePrefix());
-    try {
+    await withQueues(async (redis, queues) => {
       const queue = queues.get('dispatch.aging');
       await queue.add('run', {}, { jobId: 'm1.side.a1.run', priority: 8 });
       await queue.add('run', {}, { jobId: 'm1.head.a1.run', priority: 1 });
@@ -235,11 +225,7 @@ describe('which aged jobs another mission overtakes', () => {
       expect(await agePriorities({ redis, queues, hostId: 'h' }, ['dispatch.aging'], aged)).toEqual([
         'm1.side.a1.run',
       ]);
-    } finally {
-      await queues.close();
-      await redis.quit();
-      await cluster.stop();
-    }
+    });
   });
 });
 
@@ -271,3 +257,17 @@ describe('holding a queue for a run’s dependents', () => {
     expect(shouldHold(input)).toBe(expected);
   });
 });
+
+/** A Redis of a cluster without hosts, and a queue set on it, for a test that drives BullMQ itself. */
+async function withQueues(test: (redis: RedisClient, queues: QueueSet) => Promise<void>): Promise<void> {
+  const cluster = await startCluster({ hosts: 0 });
+  const redis = createRedis({ url: cluster.redis.url, role: 'worker' });
+  const queues = new QueueSet(redis, uniquePrefix());
+  try {
+    await test(redis, queues);
+  } finally {
+    await queues.close();
+    await redis.quit();
+    await cluster.stop();
+  }
+}
