@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // A private Watchman daemon for the suite (test/helpers/watchman-global.ts).
+    globalSetup: ['test/helpers/watchman-global.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     maxWorkers: 2,

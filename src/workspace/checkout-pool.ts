@@ -15,6 +15,7 @@ import { basename, join, resolve } from 'node:path';
 import { runGit } from './git.js';
 import { canClaim, decideAcquire, type EntryState, keepOnRelease, type PoolEntry } from './pool-rules.js';
 import type { RepoCache } from './repo-cache.js';
+import { fileMonitor } from './watchman.js';
 import { removeWorktree } from './worktree.js';
 
 export interface CheckoutLease {
@@ -257,6 +258,7 @@ class PoolImpl implements CheckoutPool {
         this.serve();
         await removeWorktree(join(this.dir, id));
         await rm(join(this.dir, `${id}.json`), { force: true });
+        await fileMonitor().then((monitor) => monitor?.forget(join(this.dir, id)));
       },
       park: (key, commit) => {
         if (!end()) return;

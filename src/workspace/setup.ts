@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { runGit } from './git.js';
+import { isUnder, keptPaths } from './monitored-paths.js';
 
 export const DEFAULT_SETUP_INPUTS: readonly string[] = [
   'package-lock.json',
@@ -45,6 +46,11 @@ export interface CheckoutState {
    * the verify that continues here at that commit can clean without walking the tree again.
    */
   readonly left?: { readonly commit: string; readonly ignored: readonly string[] };
+  /**
+   * The file-system monitor's clock when the checkout was last clean at `commit` (a fresh
+   * checkout or a reset, setup's outputs included): what changed since is all that differs.
+   */
+  readonly clean?: { readonly clock: string; readonly commit: string };
 }
 
 export async function readCheckoutState(file: string): Promise<CheckoutState> {
@@ -101,12 +107,12 @@ export type ClaimCleanup =
  * listed, `/build/gen/` kept) is left to `git clean`, which applies the patterns itself.
  */
 export function claimCleanup(ignored: readonly string[], keep: readonly string[]): ClaimCleanup {
-  const kept = keep.map((pattern) => pattern.replace(/^\/+/, '').replace(/\/+$/, ''));
+  const kept = keptPaths(keep);
   const paths: string[] = [];
   for (const entry of ignored) {
     const path = entry.replace(/\/+$/, '');
     if (path === '' || path === '.planning' || path.startsWith('.planning/')) continue;
-    if (kept.some((k) => path === k || path.startsWith(`${k}/`))) continue;
+    if (isUnder(path, kept)) continue;
     if (kept.some((k) => k.startsWith(`${path}/`))) return { kind: 'git-clean' };
     paths.push(path);
   }

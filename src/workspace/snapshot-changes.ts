@@ -70,8 +70,12 @@ export function parsePorcelainV2Z(output: string): WorktreeState {
   return { head, changes, ignored };
 }
 
-/** One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git ignores. */
-export async function readWorktree(dir: string): Promise<WorktreeState> {
+/**
+ * One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git
+ * ignores. With `only`, git looks at those paths alone (and below them): the paths a file-system
+ * monitor said changed, so nothing else can differ (warm-checkout.ts).
+ */
+export async function readWorktree(dir: string, only?: readonly string[]): Promise<WorktreeState> {
   const { stdout } = await runGit(
     [
       'status',
@@ -81,6 +85,7 @@ export async function readWorktree(dir: string): Promise<WorktreeState> {
       '--untracked-files=all',
       '--ignored=matching',
       '--no-renames',
+      ...(only ? ['--', ...only.map(literalPathspec)] : []),
     ],
     {
       cwd: dir,
@@ -89,6 +94,11 @@ export async function readWorktree(dir: string): Promise<WorktreeState> {
     },
   );
   return parsePorcelainV2Z(stdout);
+}
+
+/** A path git matches as written (no glob, no magic), relative to the top of the checkout. */
+export function literalPathspec(path: string): string {
+  return `:(top,literal)${path}`;
 }
 
 /** The agent's changes: `.planning/` left out. */

@@ -4,10 +4,17 @@
  * excepted), then run setup when its inputs changed. A checkout whose reset fails is discarded and
  * another one is taken, so nothing an earlier attempt wrote is ever seen by a later one.
  */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { lstat, readFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { runGit } from './git.js';
+import {
+  type Candidates,
+  candidatePaths,
+  MONITORED_PATHS_LIMIT,
+  parseLsTree,
+  resetPlan,
+} from './monitored-paths.js';
 import {
   type CheckoutState,
   claimCleanup,
@@ -19,11 +26,162 @@ import {
   setupOutputs,
   writeCheckoutState,
 } from './setup.js';
+import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { fileMonitor } from './watchman.js';
 
-/** Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure. */
-export async function resetCheckout(dir: string, commit: string, keep: readonly string[]): Promise<void> {
+/**
+ * Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure.
+ * With a monitor's record of when the checkout was last clean, only the paths that changed since
+ * and the paths where the index differs from `commit` are put back (resetChanged()); without one,
+ * or when that fails, git walks the whole tree: `checkout --force`, then `clean`.
+ */
+export async function resetCheckout(
+  dir: string,
+  commit: string,
+  keep: readonly string[],
+  clean?: CheckoutState['clean'],
+): Promise<'changed-paths' | 'whole-tree'> {
+  if (clean && (await resetChanged(dir, commit, keep, clean))) return 'changed-paths';
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
   await cleanCheckout(dir, keep);
+  return 'whole-tree';
+}
+
+/** What the monitor saw change in `dir` since it was clean; null when it cannot say (walk instead). */
+async function changedSinceClean(
+  dir: string,
+  clean: NonNullable<CheckoutState['clean']>,
+  keep: readonly string[],
+): Promise<Candidates | null> {
+  const monitor = await fileMonitor();
+  const changes = monitor ? await monitor.changedSince(dir, clean.clock) : null;
+  return changes ? candidatePaths(changes, keep) : null;
+}
+
+/** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
+async function indexDiffers(dir: string, commit: string): Promise<string[]> {
+  const { stdout } = await runGit(['diff-index', '--cached', '--name-only', '-z', '--no-renames', commit], {
+    cwd: dir,
+    env: { GIT_OPTIONAL_LOCKS: '0' },
+  });
+  return stdout.split('\0').filter(Boolean);
+}
+
+/**
+ * The reset by what changed: every changed path, and every path where the index differs from
+ * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
+ * was when clean, at a commit whose differences from `commit` the index diff lists. Five git
+ * processes whose work follows the change, against two walks of the whole tree. False (and the
+ * caller walks) when the monitor cannot say, or anything fails half-way.
+ */
+async function resetChanged(
+  dir: string,
+  commit: string,
+  keep: readonly string[],
+  clean: NonNullable<CheckoutState['clean']>,
+): Promise<boolean> {
+  try {
+    const candidates = await changedSinceClean(dir, clean, keep);
+    if (!candidates) return false;
+    const indexDiff = await indexDiffers(dir, commit);
+    const lookup = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
+    if (lookup.length > MONITORED_PATHS_LIMIT) return false;
+    const target =
+      lookup.length === 0
+        ? []
+        : parseLsTree(
+            (
+              await runGit(
+                ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...lookup.map(literalPathspec)],
+                { cwd: dir },
+              )
+            ).stdout,
+          );
+    const plan = resetPlan(candidates, indexDiff, target, commit.length);
+    for (const path of plan.remove) await removePath(inside(dir, path));
+    for (const path of plan.removeUnlessDir) {
+      const info = await lstat(inside(dir, path)).catch(() => null);
+      if (info && !info.isDirectory()) await removePath(inside(dir, path));
+    }
+    if (plan.indexInfo.length > 0) {
+      await runGit(['update-index', '-z', '--index-info'], {
+        cwd: dir,
+        input: `${plan.indexInfo.join('\0')}\0`,
+      });
+    }
+    if (plan.checkout.length > 0) {
+      await runGit(['checkout-index', '--force', '-u', '-z', '--stdin'], {
+        cwd: dir,
+        input: `${plan.checkout.join('\0')}\0`,
+      });
+    }
+    await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Deletes a file or folder; one already gone, or below a path that is now a file, is fine. */
+async function removePath(full: string): Promise<void> {
+  await rm(full, { recursive: true, force: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOTDIR') throw error;
+  });
+}
+
+/** `dir/path`, refusing a path that would leave `dir` (a monitor's names never do; be sure). */
+function inside(dir: string, path: string): string {
+  const full = resolve(dir, path);
+  if (!full.startsWith(`${resolve(dir)}/`)) throw new Error(`${path}: outside the checkout`);
+  return full;
+}
+
+/** The monitor's clock for a checkout clean at `commit` now, to record in its state; none without one. */
+async function cleanMark(dir: string, commit: string): Promise<Pick<CheckoutState, 'clean'>> {
+  const monitor = await fileMonitor();
+  const clock = monitor ? await monitor.clock(dir) : null;
+  return clock ? { clean: { clock, commit } } : {};
+}
+
+/** The checkout's HEAD when it is a commit id (detached), else null; read without git. */
+async function detachedHead(dir: string): Promise<string | null> {
+  try {
+    const link = (await readFile(join(dir, '.git'), 'utf8')).trim();
+    const gitDir = link.startsWith('gitdir: ')
+      ? resolve(dir, link.slice('gitdir: '.length))
+      : join(dir, '.git');
+    const head = (await readFile(join(gitDir, 'HEAD'), 'utf8')).trim();
+    return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(head) ? head : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The leased checkout as `git status` sees it (readWorktree()): with a monitor's record of when it
+ * was clean, git looks only at what changed since and where the index moved (monitoredWorktree());
+ * else it walks.
+ */
+export async function readLeasedWorktree(dir: string): Promise<WorktreeState> {
+  return (await monitoredWorktree(dir)) ?? readWorktree(dir);
+}
+
+/**
+ * readWorktree() by the monitor's changed paths alone; null when it cannot say. The record counts
+ * only while HEAD is still the commit it was clean at (an agent that committed or switched
+ * branches gets the walk). Setup's kept outputs are not looked at, so they are not among the
+ * ignored entries either (nothing acts on them: claimCleanup() keeps them).
+ */
+export async function monitoredWorktree(dir: string): Promise<WorktreeState | null> {
+  const state = await readCheckoutState(`${dir}.json`);
+  const clean = state.clean;
+  if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
+  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? []).catch(() => null);
+  if (!candidates) return null;
+  const indexDiff = await indexDiffers(dir, clean.commit);
+  const paths = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
+  if (paths.length === 0) return { head: clean.commit, changes: [], ignored: [] };
+  return paths.length <= MONITORED_PATHS_LIMIT ? readWorktree(dir, paths) : null;
 }
 
 /** Removes every untracked file, ignored ones too, except the `keep` patterns (setup's outputs). */
@@ -93,17 +251,20 @@ export async function leaseCheckout(
   for (let tries = 0; ; tries++) {
     const lease = await pool.acquire(commit, signal);
     if (lease.fresh) {
-      await writeCheckoutState(stateFile(lease), {}).catch(() => undefined);
+      await writeCheckoutState(stateFile(lease), await cleanMark(lease.dir, commit)).catch(() => undefined);
       return lease;
     }
     try {
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
-      await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : []);
+      // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
+      const clean = sameSetup || !state.setup ? state.clean : undefined;
+      await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : [], clean);
       // What the last run left is gone with the reset; setup's record stays only for the same setup.
-      if (state.left || (!sameSetup && state.setup)) {
-        await writeCheckoutState(stateFile(lease), sameSetup && state.setup ? { setup: state.setup } : {});
-      }
+      await writeCheckoutState(stateFile(lease), {
+        ...(sameSetup && state.setup ? { setup: state.setup } : {}),
+        ...(await cleanMark(lease.dir, commit)),
+      });
       return lease;
     } catch (error) {
       await lease.release({ healthy: false });
@@ -179,7 +340,11 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
     }
   }
   const keep = setupOutputs(before, await ignoredEntries(lease.dir), keptEarlier);
-  await writeCheckoutState(file, { setup: { commandsKey: commandsKey(setup), inputsKey: key, keep } });
+  // Clean again, setup's outputs included: the monitor's record starts after them.
+  await writeCheckoutState(file, {
+    setup: { commandsKey: commandsKey(setup), inputsKey: key, keep },
+    ...(await cleanMark(lease.dir, options.commit)),
+  });
   return { ran: true, log: log.join('\n') };
 }
 

@@ -7,8 +7,8 @@ import type { Adapter } from '../../shared/adapter.js';
 import { attemptRef, type RunResult } from '../../shared/contracts.js';
 import type { TaskSpec } from '../../shared/mission.js';
 import { commitAttempt } from '../../workspace/commit.js';
-import { agentChanges, changedPaths, readWorktree } from '../../workspace/snapshot-changes.js';
-import { noteLeftIgnored } from '../../workspace/warm-checkout.js';
+import { agentChanges, changedPaths } from '../../workspace/snapshot-changes.js';
+import { noteLeftIgnored, readLeasedWorktree } from '../../workspace/warm-checkout.js';
 import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
 import type { HostContext } from '../context.js';
 import { recordStage } from '../record.js';
@@ -51,7 +51,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
   const { missionId, task, attempt, adapter, dir, paths, run } = input;
   const resultFile = join(dir, paths.resultPath);
   // The one walk of the checkout per attempt: the result, the write scope and the commit all use it.
-  const worktree = await readWorktree(dir);
+  const worktree = await readLeasedWorktree(dir);
   const collected = collectResult({
     exitCode: run.outcome.exitCode,
     timedOut: run.outcome.timedOut,

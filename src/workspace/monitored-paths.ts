@@ -1,0 +1,129 @@
+/**
+ * The pure half of a monitored checkout (watchman.ts, warm-checkout.ts): which paths a listing or
+ * a reset must look at, given what the monitor says changed since the checkout was last clean, and
+ * how a reset puts exactly those paths back to a target commit.
+ */
+import type { MonitoredChange } from './watchman.js';
+
+/** More changed paths than this and a whole-tree walk is as cheap and simpler: callers walk. */
+export const MONITORED_PATHS_LIMIT = 2_000;
+
+export interface Candidates {
+  /** Files, symlinks and anything else not a directory, present or deleted. */
+  readonly files: readonly string[];
+  /** Directories made or removed since the clock (one that merely changed is not listed). */
+  readonly dirs: readonly string[];
+}
+
+/** setupOutputs()'s anchored patterns (`/node_modules/`) as plain paths (`node_modules`). */
+export function keptPaths(keep: readonly string[]): string[] {
+  return keep.map((pattern) => pattern.replace(/^\/+/, '').replace(/\/+$/, '')).filter(Boolean);
+}
+
+export function isUnder(path: string, prefixes: readonly string[]): boolean {
+  return prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
+
+/**
+ * The paths to look at: every changed file, and every directory that appeared or went. Setup's
+ * kept outputs and git's own `.git` are left out. Null when there are more than `limit`.
+ */
+export function candidatePaths(
+  changes: readonly MonitoredChange[],
+  keep: readonly string[],
+  limit: number = MONITORED_PATHS_LIMIT,
+): Candidates | null {
+  const kept = keptPaths(keep);
+  const files = new Set<string>();
+  const dirs = new Set<string>();
+  for (const change of changes) {
+    const name = change.name;
+    if (name === '' || name === '.git' || name.startsWith('.git/') || isUnder(name, kept)) continue;
+    if (change.type === 'd') {
+      if (change.new || !change.exists) dirs.add(name);
+    } else {
+      files.add(name);
+    }
+    if (files.size + dirs.size > limit) return null;
+  }
+  return { files: [...files].sort(), dirs: [...dirs].sort() };
+}
+
+/** A `git ls-tree -r -z` record: `<mode> <type> <oid>\t<path>`. */
+export interface TreeEntry {
+  readonly mode: string;
+  readonly oid: string;
+  readonly path: string;
+}
+
+export function parseLsTree(output: string): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  for (const record of output.split('\0')) {
+    const tab = record.indexOf('\t');
+    if (tab === -1) continue;
+    const [mode = '', , oid = ''] = record.slice(0, tab).split(' ');
+    entries.push({ mode, oid, path: record.slice(tab + 1) });
+  }
+  return entries;
+}
+
+export interface ResetPlan {
+  /** Deleted from disk first (recursively): untracked leftovers, and files git does not have. */
+  readonly remove: readonly string[];
+  /** Deleted from disk only when they are not a directory: a file where the target has a folder. */
+  readonly removeUnlessDir: readonly string[];
+  /** `git update-index -z --index-info` records: the target's entry, or a removal (mode 0). */
+  readonly indexInfo: readonly string[];
+  /** Written from the index (`git checkout-index -f -u`): every target file among the paths. */
+  readonly checkout: readonly string[];
+}
+
+/**
+ * How to put the candidate paths, and every path where the index differs from the target
+ * (`indexDiff`), back to the target commit: `target` holds the target's entries at or below those
+ * paths (one `git ls-tree`). Everything else in the checkout is unchanged since it was clean, so
+ * afterwards the checkout is as a fresh checkout of the target (plus setup's kept outputs).
+ */
+export function resetPlan(
+  candidates: Candidates,
+  indexDiff: readonly string[],
+  target: readonly TreeEntry[],
+  objectIdLength = 40,
+): ResetPlan {
+  const byPath = new Map(target.map((entry) => [entry.path, entry]));
+  const remove: string[] = [];
+  const removeUnlessDir: string[] = [];
+  const indexInfo: string[] = [];
+  const checkout = new Set<string>();
+  const noObject = '0'.repeat(objectIdLength);
+  const dirsInTarget = new Set<string>();
+  for (const entry of target) {
+    for (let slash = entry.path.indexOf('/'); slash !== -1; slash = entry.path.indexOf('/', slash + 1)) {
+      dirsInTarget.add(entry.path.slice(0, slash));
+    }
+  }
+  const paths = [...new Set([...candidates.files, ...indexDiff])].sort();
+  for (const path of paths) {
+    const entry = byPath.get(path);
+    if (entry) {
+      indexInfo.push(`${entry.mode} ${entry.oid}\t${path}`);
+      checkout.add(path);
+      continue;
+    }
+    indexInfo.push(`0 ${noObject}\t${path}`);
+    if (dirsInTarget.has(path)) removeUnlessDir.push(path);
+    else remove.push(path);
+  }
+  for (const dir of candidates.dirs) {
+    if (byPath.has(dir)) continue;
+    if (dirsInTarget.has(dir)) removeUnlessDir.push(dir);
+    else remove.push(dir);
+  }
+  // The target's files at or below a candidate: restored even when only their folder was listed.
+  for (const entry of target) {
+    if (checkout.has(entry.path)) continue;
+    indexInfo.push(`${entry.mode} ${entry.oid}\t${entry.path}`);
+    checkout.add(entry.path);
+  }
+  return { remove, removeUnlessDir, indexInfo, checkout: [...checkout].sort() };
+}

@@ -1,0 +1,229 @@
+/**
+ * A file-system monitor for warm checkouts: a connection to a Watchman daemon, which says which
+ * files changed in a checkout since a clock it handed out. With it, an attempt's listing and the
+ * next lease's reset look only at what changed (warm-checkout.ts), instead of walking a tree of
+ * tens of thousands of files (docs/WORKSPACE.md, "A file-system monitor").
+ *
+ * Optional: without Watchman, or when it cannot answer (restarted, recrawled, out of inotify
+ * watches, slow), every caller walks the tree as before. `FLOTILLA_WATCHMAN=off` turns it off;
+ * `FLOTILLA_WATCHMAN=<socket>` (or Watchman's own `WATCHMAN_SOCK`) names a daemon; otherwise the
+ * `watchman` on PATH is asked for its socket, which starts the daemon if none runs.
+ */
+import { execFile } from 'node:child_process';
+import { createConnection, type Socket } from 'node:net';
+
+/** One path a `since` query returned, relative to the checkout. */
+export interface MonitoredChange {
+  readonly name: string;
+  readonly exists: boolean;
+  /** `f` file, `d` directory, `l` symlink, and so on (Watchman's types). */
+  readonly type: string;
+  /** True when the path appeared after the clock. */
+  readonly new: boolean;
+}
+
+export interface FileMonitor {
+  /** A clock for `dir` now, after every change made before this call; watches `dir` first. */
+  clock(dir: string): Promise<string | null>;
+  /** Every path under `dir` that changed after `clock`; null when Watchman cannot say. */
+  changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null>;
+  /** Stops watching `dir` (a discarded checkout). */
+  forget(dir: string): Promise<void>;
+  close(): void;
+}
+
+/** How long one answer may take: a query waits for Watchman to have seen every earlier change. */
+const ANSWER_MS = 15_000;
+
+interface Pending {
+  readonly resolve: (value: Record<string, unknown>) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** JSON PDUs over Watchman's unix socket, one command answered at a time, in order. */
+class WatchmanConnection {
+  private socket: Socket | null = null;
+  private buffer = '';
+  private readonly pending: Pending[] = [];
+
+  constructor(private readonly sockname: string) {}
+
+  command(args: readonly unknown[]): Promise<Record<string, unknown>> {
+    const socket = this.connect();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`watchman: no answer to ${String(args[0])} in ${ANSWER_MS} ms`));
+        this.reset(new Error('watchman: connection dropped after a timeout'));
+      }, ANSWER_MS);
+      timer.unref();
+      this.pending.push({
+        resolve: (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      socket.write(`${JSON.stringify(args)}\n`);
+    });
+  }
+
+  close(): void {
+    this.reset(new Error('watchman: connection closed'));
+  }
+
+  private connect(): Socket {
+    if (this.socket) return this.socket;
+    const socket = createConnection(this.sockname);
+    socket.setEncoding('utf8');
+    socket.unref();
+    socket.on('data', (chunk: string) => this.receive(chunk));
+    socket.on('error', (error) => this.reset(error));
+    socket.on('close', () => this.reset(new Error('watchman: connection closed')));
+    this.socket = socket;
+    return socket;
+  }
+
+  private receive(chunk: string): void {
+    this.buffer += chunk;
+    for (let end = this.buffer.indexOf('\n'); end !== -1; end = this.buffer.indexOf('\n')) {
+      const line = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end + 1);
+      if (line.trim() === '') continue;
+      let pdu: Record<string, unknown>;
+      try {
+        pdu = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        this.reset(new Error('watchman: an answer that is not JSON'));
+        return;
+      }
+      // Log lines and subscription pushes are not answers.
+      if (pdu.unilateral === true || 'log' in pdu) continue;
+      const waiting = this.pending.shift();
+      if (!waiting) continue;
+      if (typeof pdu.error === 'string') waiting.reject(new Error(`watchman: ${pdu.error}`));
+      else waiting.resolve(pdu);
+    }
+  }
+
+  private reset(error: Error): void {
+    const socket = this.socket;
+    this.socket = null;
+    this.buffer = '';
+    socket?.destroy();
+    for (const waiting of this.pending.splice(0)) waiting.reject(error);
+  }
+}
+
+interface Watched {
+  readonly root: string;
+  readonly relative?: string;
+}
+
+class WatchmanMonitor implements FileMonitor {
+  private readonly watched = new Map<string, Promise<Watched>>();
+
+  constructor(private readonly connection: WatchmanConnection) {}
+
+  async clock(dir: string): Promise<string | null> {
+    try {
+      const { root } = await this.watch(dir);
+      const answer = await this.connection.command(['clock', root, { sync_timeout: ANSWER_MS - 1_000 }]);
+      return typeof answer.clock === 'string' ? answer.clock : null;
+    } catch {
+      this.watched.delete(dir);
+      return null;
+    }
+  }
+
+  async changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null> {
+    try {
+      const { root, relative } = await this.watch(dir);
+      const answer = await this.connection.command([
+        'query',
+        root,
+        {
+          since: clock,
+          fields: ['name', 'exists', 'type', 'new'],
+          empty_on_fresh_instance: true,
+          sync_timeout: ANSWER_MS - 1_000,
+          ...(relative ? { relative_root: relative } : {}),
+        },
+      ]);
+      // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
+      if (answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
+      return answer.files as MonitoredChange[];
+    } catch {
+      this.watched.delete(dir);
+      return null;
+    }
+  }
+
+  async forget(dir: string): Promise<void> {
+    const watched = this.watched.get(dir);
+    this.watched.delete(dir);
+    const root = await watched?.then((w) => (w.relative ? null : w.root)).catch(() => null);
+    if (root) await this.connection.command(['watch-del', root]).catch(() => undefined);
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  private watch(dir: string): Promise<Watched> {
+    let watched = this.watched.get(dir);
+    if (!watched) {
+      watched = this.connection.command(['watch-project', dir]).then((answer) => {
+        if (typeof answer.watch !== 'string') throw new Error(`watchman: cannot watch ${dir}`);
+        const relative = typeof answer.relative_path === 'string' ? answer.relative_path : undefined;
+        return { root: answer.watch, ...(relative ? { relative } : {}) };
+      });
+      this.watched.set(dir, watched);
+    }
+    return watched;
+  }
+}
+
+/** Where the daemon listens, or null: turned off, not installed, or not answering. */
+export async function findWatchmanSocket(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<string | null> {
+  const setting = env.FLOTILLA_WATCHMAN?.trim();
+  if (setting === 'off' || setting === '0' || setting === 'false') return null;
+  if (setting) return setting;
+  if (env.WATCHMAN_SOCK) return env.WATCHMAN_SOCK;
+  return new Promise((resolve) => {
+    execFile('watchman', ['--no-pretty', 'get-sockname'], { timeout: 10_000, env }, (error, stdout) => {
+      if (error) return resolve(null);
+      try {
+        const answer = JSON.parse(stdout) as { sockname?: unknown };
+        resolve(typeof answer.sockname === 'string' ? answer.sockname : null);
+      } catch {
+        resolve(null);
+      }
+    });
+  });
+}
+
+let shared: Promise<FileMonitor | null> | null = null;
+
+/** This process's monitor (one connection, found once), or null when there is none. */
+export function fileMonitor(): Promise<FileMonitor | null> {
+  shared ??= findWatchmanSocket().then((sockname) =>
+    sockname ? new WatchmanMonitor(new WatchmanConnection(sockname)) : null,
+  );
+  return shared;
+}
+
+/** A monitor on a given socket (tests, and hosts told where the daemon is). */
+export function watchmanMonitor(sockname: string): FileMonitor {
+  return new WatchmanMonitor(new WatchmanConnection(sockname));
+}
+
+/** Forgets the shared monitor (tests that change FLOTILLA_WATCHMAN between cases). */
+export function resetFileMonitor(): void {
+  void shared?.then((monitor) => monitor?.close());
+  shared = null;
+}

@@ -1,0 +1,19 @@
+/**
+ * vitest's global setup: one private Watchman daemon for the whole suite, so every warm checkout a
+ * test makes is monitored as on a host with Watchman (the default where it is installed), and no
+ * test touches a user's own daemon. `FLOTILLA_WATCHMAN` set by the caller wins (`off` to test the
+ * walks alone).
+ */
+import { startWatchman, type WatchmanHandle } from './watchman.js';
+
+let handle: WatchmanHandle | undefined;
+
+export async function setup(): Promise<void> {
+  if (process.env.FLOTILLA_WATCHMAN) return;
+  handle = await startWatchman();
+  process.env.FLOTILLA_WATCHMAN = handle.sockname;
+}
+
+export async function teardown(): Promise<void> {
+  await handle?.stop();
+}
