@@ -5,7 +5,7 @@ FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json tsconfig.build.json vite.sim.config.ts ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 

@@ -15,6 +15,7 @@
  *   node bench/run.js audit --n 2000 --runs 3       # the hash-chained audit append against RPUSH
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js checkpoint --repos empty,generated --runs 10   # one checkpoint of a running checkout
+ *   node bench/run.js sim-start --runs 20          # the stand-in agent's CPU: --version and one task's run
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -34,6 +35,7 @@ const BENCHMARKS = {
   audit: () => import('./audit-chain.js'),
   board: () => import('./board.js'),
   checkpoint: () => import('./checkpoint.js'),
+  'sim-start': () => import('./sim-start.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -90,6 +92,7 @@ if (values.help) {
   audit     --n 2000 --runs 3   (chained audit append vs RPUSH; chain check, receipt sign/verify)
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   checkpoint --repos empty,generated --runs 10   (one checkpoint of a running CLI's checkout: ms, git processes)
+  sim-start --runs 20   (CPU of flotilla-sim --version and of one benchmark task's run, medians)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }

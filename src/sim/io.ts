@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { lstat, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import type { SimIo } from './execute.js';
@@ -63,12 +62,14 @@ function isOutside(rel: string): boolean {
   return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
 }
 
-function runProgram(
+async function runProgram(
   cwd: string,
   argv: readonly string[],
   timeoutMs: number,
 ): Promise<{ exitCode: number | null; output: string; error?: string }> {
   const [file, ...args] = argv;
+  // Loaded here, not at the top: most runs have no `run` step, and every run pays for a module it loads.
+  const { execFile } = await import('node:child_process');
   return new Promise((done) => {
     execFile(
       file ?? '',

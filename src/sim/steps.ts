@@ -16,162 +16,183 @@ export const DEFAULT_RATE_LIMIT_MESSAGE = 'Error: 429 rate_limit_error: rate lim
 export const DEFAULT_NOT_LOGGED_IN_MESSAGE = 'Invalid API key · Please run /login';
 const DEFAULT_RUN_TIMEOUT_MS = 60_000;
 
-const attempt = z.number().int().min(1);
-const score = z.number().min(0).max(10);
-const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration like 500ms or 2s, got '${value}'` });
-    return z.NEVER;
-  }
-  return ms;
-});
+// Each schema is a builder, run the first time a block uses its step (stepSchema below): building
+// all of them costs a run more than its own steps do, and a benchmark's run has one or two kinds.
+const attempt = () => z.number().int().min(1);
+const score = () => z.number().min(0).max(10);
+const duration = () =>
+  z.union([z.string(), z.number()]).transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration like 500ms or 2s, got '${value}'` });
+      return z.NEVER;
+    }
+    return ms;
+  });
 /** Arguments are text; a YAML scalar such as `false` or `1` is taken as written. */
-const argv = z.array(z.union([z.string(), z.number(), z.boolean()]).transform(String)).min(1);
-const fileWrite = z
-  .object({ path: z.string().min(1), content: z.string().default(''), broken: z.string().optional() })
-  .strict();
-const question = z.union([
-  z.string().min(1),
+const argv = () => z.array(z.union([z.string(), z.number(), z.boolean()]).transform(String)).min(1);
+const fileWrite = () =>
   z
-    .object({ id: z.string().optional(), text: z.string().min(1), options: z.array(z.string()).default([]) })
-    .strict(),
-]);
+    .object({ path: z.string().min(1), content: z.string().default(''), broken: z.string().optional() })
+    .strict();
+const question = () =>
+  z.union([
+    z.string().min(1),
+    z
+      .object({
+        id: z.string().optional(),
+        text: z.string().min(1),
+        options: z.array(z.string()).default([]),
+      })
+      .strict(),
+  ]);
 
 export const STEP_SCHEMAS = {
   write: fileWrite,
   append: fileWrite,
-  run: z
-    .union([
-      argv,
-      z
-        .object({
-          argv,
-          allow_failure: z.boolean().default(false),
-          timeout: duration.optional(),
-        })
-        .strict(),
-    ])
-    .transform((value) =>
-      Array.isArray(value)
-        ? { argv: value, allowFailure: false, timeoutMs: DEFAULT_RUN_TIMEOUT_MS }
-        : {
-            argv: value.argv,
-            allowFailure: value.allow_failure,
-            timeoutMs: value.timeout ?? DEFAULT_RUN_TIMEOUT_MS,
-          },
-    ),
+  run: () =>
+    z
+      .union([
+        argv(),
+        z
+          .object({
+            argv: argv(),
+            allow_failure: z.boolean().default(false),
+            timeout: duration().optional(),
+          })
+          .strict(),
+      ])
+      .transform((value) =>
+        Array.isArray(value)
+          ? { argv: value, allowFailure: false, timeoutMs: DEFAULT_RUN_TIMEOUT_MS }
+          : {
+              argv: value.argv,
+              allowFailure: value.allow_failure,
+              timeoutMs: value.timeout ?? DEFAULT_RUN_TIMEOUT_MS,
+            },
+      ),
   sleep: duration,
   sleep_until: duration,
-  fail_until_attempt: z
-    .union([
-      attempt,
-      z
-        .object({
-          attempt,
-          message: z.string().optional(),
-          exit_code: z.number().int().min(0).max(255).optional(),
-        })
-        .strict(),
-    ])
-    .transform((value) =>
-      typeof value === 'number'
-        ? { attempt: value, message: undefined, exitCode: 0 }
-        : { attempt: value.attempt, message: value.message, exitCode: value.exit_code ?? 0 },
-    ),
-  break_until_attempt: attempt,
-  exceed_timeout: z
-    .union([z.boolean(), z.object({ partial_result: z.boolean().default(false) }).strict()])
-    .transform((value) =>
-      typeof value === 'boolean'
-        ? { enabled: value, partialResult: false }
-        : { enabled: true, partialResult: value.partial_result },
-    ),
-  write_outside_scope: z
-    .union([
-      z.string().min(1),
-      z.object({ path: z.string().min(1), content: z.string().optional() }).strict(),
-    ])
-    .transform((value) => {
-      const path = typeof value === 'string' ? value : value.path;
-      const content = typeof value === 'string' ? undefined : value.content;
-      return { path, content: content ?? 'flotilla-sim wrote this file outside its scope on purpose.\n' };
-    }),
-  rate_limit: z
-    .union([
-      z.literal(true),
-      z.string().min(1),
-      z.object({ message: z.string().min(1).optional(), times: z.number().int().min(1).optional() }).strict(),
-    ])
-    .transform((value) =>
-      typeof value === 'object'
-        ? { message: value.message ?? DEFAULT_RATE_LIMIT_MESSAGE, times: value.times }
-        : {
-            message: value === true ? DEFAULT_RATE_LIMIT_MESSAGE : value,
-            times: undefined as number | undefined,
-          },
-    ),
-  not_logged_in: z
-    .union([z.boolean(), z.string().min(1)])
-    .transform((value) =>
-      typeof value === 'string'
-        ? { enabled: true, message: value }
-        : { enabled: value, message: DEFAULT_NOT_LOGGED_IN_MESSAGE },
-    ),
-  needs_input: z
-    .object({
-      questions: z.array(question).min(1),
-      completed_steps: z.array(z.string()).default([]),
-      resume_guidance: z.string().optional(),
-    })
-    .strict()
-    .transform((value) => ({
-      questions: value.questions.map((q, i) =>
-        typeof q === 'string'
-          ? { id: `Q${i + 1}`, text: q, options: [] as string[] }
-          : { id: q.id ?? `Q${i + 1}`, text: q.text, options: q.options },
+  fail_until_attempt: () =>
+    z
+      .union([
+        attempt(),
+        z
+          .object({
+            attempt: attempt(),
+            message: z.string().optional(),
+            exit_code: z.number().int().min(0).max(255).optional(),
+          })
+          .strict(),
+      ])
+      .transform((value) =>
+        typeof value === 'number'
+          ? { attempt: value, message: undefined, exitCode: 0 }
+          : { attempt: value.attempt, message: value.message, exitCode: value.exit_code ?? 0 },
       ),
-      completedSteps: value.completed_steps,
-      resumeGuidance: value.resume_guidance,
-    })),
-  review: z
-    .object({
-      score,
-      issues: z.array(z.string()).default([]),
-      verdict: z.enum(['approve', 'reject']).optional(),
-    })
-    .strict(),
-  review_until_attempt: z
-    .object({
-      attempt,
-      score_before: score.default(4),
-      issues_before: z
-        .array(z.string())
-        .default(['flotilla-sim: the work is not ready yet (review_until_attempt)']),
-    })
-    .strict(),
-  result: z
-    .union([
-      z.enum(RESULT_STATUSES),
-      z
-        .object({
-          status: z.enum(RESULT_STATUSES).optional(),
-          summary: z.string().min(1).optional(),
-          exit_code: z.number().int().min(0).max(255).optional(),
-        })
-        .strict(),
-    ])
-    .transform((value) =>
-      typeof value === 'string'
-        ? {
-            status: value as ResultStatus | undefined,
-            summary: undefined as string | undefined,
-            exitCode: undefined,
-          }
-        : { status: value.status, summary: value.summary, exitCode: value.exit_code },
-    ),
-  stdout_only: z.boolean(),
-  cost_usd: z.number().min(0),
+  break_until_attempt: attempt,
+  exceed_timeout: () =>
+    z
+      .union([z.boolean(), z.object({ partial_result: z.boolean().default(false) }).strict()])
+      .transform((value) =>
+        typeof value === 'boolean'
+          ? { enabled: value, partialResult: false }
+          : { enabled: true, partialResult: value.partial_result },
+      ),
+  write_outside_scope: () =>
+    z
+      .union([
+        z.string().min(1),
+        z.object({ path: z.string().min(1), content: z.string().optional() }).strict(),
+      ])
+      .transform((value) => {
+        const path = typeof value === 'string' ? value : value.path;
+        const content = typeof value === 'string' ? undefined : value.content;
+        return { path, content: content ?? 'flotilla-sim wrote this file outside its scope on purpose.\n' };
+      }),
+  rate_limit: () =>
+    z
+      .union([
+        z.literal(true),
+        z.string().min(1),
+        z
+          .object({ message: z.string().min(1).optional(), times: z.number().int().min(1).optional() })
+          .strict(),
+      ])
+      .transform((value) =>
+        typeof value === 'object'
+          ? { message: value.message ?? DEFAULT_RATE_LIMIT_MESSAGE, times: value.times }
+          : {
+              message: value === true ? DEFAULT_RATE_LIMIT_MESSAGE : value,
+              times: undefined as number | undefined,
+            },
+      ),
+  not_logged_in: () =>
+    z
+      .union([z.boolean(), z.string().min(1)])
+      .transform((value) =>
+        typeof value === 'string'
+          ? { enabled: true, message: value }
+          : { enabled: value, message: DEFAULT_NOT_LOGGED_IN_MESSAGE },
+      ),
+  needs_input: () =>
+    z
+      .object({
+        questions: z.array(question()).min(1),
+        completed_steps: z.array(z.string()).default([]),
+        resume_guidance: z.string().optional(),
+      })
+      .strict()
+      .transform((value) => ({
+        questions: value.questions.map((q, i) =>
+          typeof q === 'string'
+            ? { id: `Q${i + 1}`, text: q, options: [] as string[] }
+            : { id: q.id ?? `Q${i + 1}`, text: q.text, options: q.options },
+        ),
+        completedSteps: value.completed_steps,
+        resumeGuidance: value.resume_guidance,
+      })),
+  review: () =>
+    z
+      .object({
+        score: score(),
+        issues: z.array(z.string()).default([]),
+        verdict: z.enum(['approve', 'reject']).optional(),
+      })
+      .strict(),
+  review_until_attempt: () =>
+    z
+      .object({
+        attempt: attempt(),
+        score_before: score().default(4),
+        issues_before: z
+          .array(z.string())
+          .default(['flotilla-sim: the work is not ready yet (review_until_attempt)']),
+      })
+      .strict(),
+  result: () =>
+    z
+      .union([
+        z.enum(RESULT_STATUSES),
+        z
+          .object({
+            status: z.enum(RESULT_STATUSES).optional(),
+            summary: z.string().min(1).optional(),
+            exit_code: z.number().int().min(0).max(255).optional(),
+          })
+          .strict(),
+      ])
+      .transform((value) =>
+        typeof value === 'string'
+          ? {
+              status: value as ResultStatus | undefined,
+              summary: undefined as string | undefined,
+              exitCode: undefined,
+            }
+          : { status: value.status, summary: value.summary, exitCode: value.exit_code },
+      ),
+  stdout_only: () => z.boolean(),
+  cost_usd: () => z.number().min(0),
 } as const;
 
 export type StepKind = keyof typeof STEP_SCHEMAS;
@@ -197,7 +218,7 @@ export const STEP_FORMS: Readonly<Record<StepKind, string>> = {
   cost_usd: 'a number of US dollars',
 };
 export const STEP_KINDS = Object.keys(STEP_SCHEMAS) as StepKind[];
-type StepValues = { [K in StepKind]: z.output<(typeof STEP_SCHEMAS)[K]> };
+type StepValues = { [K in StepKind]: z.output<ReturnType<(typeof STEP_SCHEMAS)[K]>> };
 
 /** When a step applies: which role runs it, and for which attempts. */
 export interface StepScope {
@@ -219,8 +240,8 @@ const REVIEWER_KINDS: readonly StepKind[] = ['review', 'review_until_attempt'];
 const scopeSchema = z
   .object({
     role: z.enum(['builder', 'reviewer', 'both']).optional(),
-    before_attempt: attempt.optional(),
-    from_attempt: attempt.optional(),
+    before_attempt: attempt().optional(),
+    from_attempt: attempt().optional(),
     rate_limit_times: z.number().int().min(1).optional(),
   })
   .strict();
@@ -270,7 +291,7 @@ function parseStep(item: unknown, index: number): Step | string {
     return `${where}: one step per list item, found ${kinds.map(([k]) => k).join(' and ')}`;
 
   const kind = first[0] as StepKind;
-  const value = STEP_SCHEMAS[kind].safeParse(first[1]);
+  const value = stepSchema(kind).safeParse(first[1]);
   if (!value.success) {
     const union = value.error.issues.some(
       (issue) => issue.code === 'invalid_union' && issue.path.length === 0,
@@ -297,6 +318,17 @@ function parseStep(item: unknown, index: number): Step | string {
     beforeAttempt: scope.data.before_attempt,
     fromAttempt: scope.data.from_attempt,
   } as Step;
+}
+
+const built = new Map<StepKind, z.ZodType>();
+
+function stepSchema(kind: StepKind): z.ZodType {
+  let schema = built.get(kind);
+  if (!schema) {
+    schema = STEP_SCHEMAS[kind]();
+    built.set(kind, schema);
+  }
+  return schema;
 }
 
 function isStepKind(key: string): key is StepKind {
