@@ -1,5 +1,8 @@
+import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import { DISPATCH_DIR } from '../shared/contracts.js';
+import { type FileMonitor, fileMonitor } from '../shared/watchman.js';
 import {
   createOriginStatusReads,
   type OriginStatus,
@@ -76,7 +79,8 @@ export const originReads: OriginStatusReads = createOriginStatusReads();
  * The snapshot before a run of the repository holding `dir`, or null when there is nothing to
  * watch: `dir` is in no repository (a listing of a big tree would cost more than the run), git
  * failed, or the sandbox leaves the CLI no way to write there (`writable`: the sandbox's writable
- * paths; null when the CLI runs unsandboxed).
+ * paths; null when the CLI runs unsandboxed). With a file-system monitor (Watchman), the snapshot
+ * is its clock and the changes are what it saw change since: no walk of the repository at all.
  */
 export async function watchOrigin(
   input: {
@@ -85,6 +89,7 @@ export async function watchOrigin(
     readonly writable: readonly string[] | null;
   },
   reads: OriginStatusReads = originReads,
+  monitor: FileMonitor | null | undefined = undefined,
 ): Promise<OriginWatch | null> {
   const root = await repositoryTop(input.dir);
   if (root === null) return null;
@@ -95,6 +100,11 @@ export async function watchOrigin(
       await Promise.all(input.writable.map(async (path) => [path, await realpath(path).catch(() => path)]))
     ).flat();
   if (!originGuardNeeded({ root, writable, exclude: input.exclude })) return null;
+  const watcher = monitor === undefined ? await fileMonitor() : monitor;
+  const clock = watcher ? await watcher.clock(root) : null;
+  if (watcher && clock) {
+    return { root, changes: () => monitoredChanges(watcher, root, clock, input.exclude) };
+  }
   const status = await reads.before(root);
   if (status === null) return null;
   const before = snapshotWithout(status, input.exclude);
@@ -105,6 +115,43 @@ export async function watchOrigin(
       return after ? diffOrigin(before, snapshotWithout(after, input.exclude)) : [];
     },
   };
+}
+
+/**
+ * The files the monitor saw change in `root` since `clock`, as repository paths, leaving out the
+ * excluded directories and what git ignores, as a `git status` would; files in the dispatch
+ * folder count even where it is ignored (the kernel's `.*` rule): they are what an escape writes.
+ * If the monitor lost track meanwhile (restarted), the run is not held against it: no changes.
+ */
+async function monitoredChanges(
+  monitor: FileMonitor,
+  root: string,
+  clock: string,
+  exclude: readonly string[],
+): Promise<string[]> {
+  const changes = await monitor.changedSince(root, clock);
+  const dirs = exclude.map((dir) => resolve(dir));
+  const paths = (changes ?? [])
+    .filter((change) => change.type !== 'd' && change.name !== '')
+    .map((change) => change.name)
+    .filter((name) => !dirs.some((dir) => overlaps(join(root, name), dir)));
+  if (paths.length === 0) return [];
+  const ignored = await ignoredAmong(root, paths);
+  return paths.filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`)).sort();
+}
+
+/** Which of `paths` git ignores in `root` (one `git check-ignore`; none when it fails). */
+function ignoredAmong(root: string, paths: readonly string[]): Promise<Set<string>> {
+  return new Promise((done) => {
+    const child = execFile(
+      'git',
+      ['-C', root, 'check-ignore', '-z', '--stdin'],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (_error, stdout) => done(new Set(String(stdout).split('\0').filter(Boolean))),
+    );
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(`${paths.join('\0')}\0`);
+  });
 }
 
 /** True when `path` is `dir` or inside it. */

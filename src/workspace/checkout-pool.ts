@@ -12,10 +12,10 @@
  */
 import { readdir, rm, stat, utimes } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
+import { fileMonitor } from '../shared/watchman.js';
 import { runGit } from './git.js';
 import { canClaim, decideAcquire, type EntryState, keepOnRelease, type PoolEntry } from './pool-rules.js';
 import type { RepoCache } from './repo-cache.js';
-import { fileMonitor } from './watchman.js';
 import { removeWorktree } from './worktree.js';
 
 export interface CheckoutLease {

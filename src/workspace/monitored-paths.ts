@@ -3,7 +3,7 @@
  * a reset must look at, given what the monitor says changed since the checkout was last clean, and
  * how a reset puts exactly those paths back to a target commit.
  */
-import type { MonitoredChange } from './watchman.js';
+import type { MonitoredChange } from '../shared/watchman.js';
 
 /** More changed paths than this and a whole-tree walk is as cheap and simpler: callers walk. */
 export const MONITORED_PATHS_LIMIT = 2_000;

@@ -6,6 +6,7 @@
  */
 import { lstat, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { fileMonitor } from '../shared/watchman.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { runGit } from './git.js';
 import {
@@ -27,7 +28,6 @@ import {
   writeCheckoutState,
 } from './setup.js';
 import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
-import { fileMonitor } from './watchman.js';
 
 /**
  * Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure.

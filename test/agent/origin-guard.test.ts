@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import {
   porcelainEntries,
 } from '../../src/agent/origin-status.js';
 import { classifyOriginChanges, foldersToList } from '../../src/agent/origin-verdict.js';
+import { fileMonitor } from '../../src/shared/watchman.js';
 
 const snap = (entries: Record<string, number>) => ({ root: '/r', entries: new Map(Object.entries(entries)) });
 
@@ -236,8 +237,8 @@ describe('watchOrigin', () => {
   it('shares one status between runs and leaves out each run’s own directories', async () => {
     const { reads, taken } = scripted({ '?? a/': 1, '?? b/': 1 }, { '?? a/': 2, '?? b/': 2, '?? c': 1 });
     const [first, second] = await Promise.all([
-      watchOrigin({ dir: repo, exclude: [join(repo, 'a')], writable: null }, reads),
-      watchOrigin({ dir: repo, exclude: [join(repo, 'b')], writable: null }, reads),
+      watchOrigin({ dir: repo, exclude: [join(repo, 'a')], writable: null }, reads, null),
+      watchOrigin({ dir: repo, exclude: [join(repo, 'b')], writable: null }, reads, null),
     ]);
     expect(taken()).toBe(1);
     // Both CLIs exited before the after status started: it serves both.
@@ -251,16 +252,36 @@ describe('watchOrigin', () => {
     expect(secondChanges).toEqual(['a/', 'c']);
   });
 
+  it('with a file-system monitor, walks nothing: the changes are the files it saw change, less ignored ones and excluded folders', async () => {
+    const monitor = await fileMonitor();
+    if (!monitor) throw new Error('no Watchman: the suite starts its own (test/helpers/watchman-global.ts)');
+    await writeFile(join(repo, '.gitignore'), '*.log\n.planning/\n');
+    await mkdir(join(repo, 'checkout'), { recursive: true });
+    const { reads, taken } = scripted();
+    const watch = await watchOrigin(
+      { dir: repo, exclude: [join(repo, 'checkout')], writable: null },
+      reads,
+      monitor,
+    );
+    await writeFile(join(repo, 'edited.txt'), 'someone’s edit\n');
+    await writeFile(join(repo, 'build.log'), 'ignored\n');
+    await writeFile(join(repo, 'checkout', 'work.txt'), 'the run’s own checkout\n');
+    await mkdir(join(repo, '.planning', 'dispatch'), { recursive: true });
+    await writeFile(join(repo, '.planning', 'dispatch', 't1-a1-RESULT.md'), 'escaped\n');
+    expect(await watch?.changes(reads.mark())).toEqual(['.planning/dispatch/t1-a1-RESULT.md', 'edited.txt']);
+    expect(taken()).toBe(0);
+  });
+
   it('reads nothing under a sandbox that cannot write into the repository', async () => {
     const { reads, taken } = scripted();
     const elsewhere = await realpath(tmpdir());
-    expect(await watchOrigin({ dir: repo, exclude: [], writable: [] }, reads)).toBeNull();
+    expect(await watchOrigin({ dir: repo, exclude: [], writable: [] }, reads, null)).toBeNull();
     expect(
-      await watchOrigin({ dir: repo, exclude: [], writable: [join(elsewhere, 'not-there')] }, reads),
+      await watchOrigin({ dir: repo, exclude: [], writable: [join(elsewhere, 'not-there')] }, reads, null),
     ).toBeNull();
     expect(taken()).toBe(0);
     // A writable folder that holds the repository: the guard runs.
-    expect(await watchOrigin({ dir: repo, exclude: [], writable: [elsewhere] }, reads)).not.toBeNull();
+    expect(await watchOrigin({ dir: repo, exclude: [], writable: [elsewhere] }, reads, null)).not.toBeNull();
     expect(taken()).toBe(1);
   });
 });

@@ -126,9 +126,10 @@ describe('a mission started from a git repository', () => {
     const audit = await cluster.client.store.getAudit(status.id);
     const run = audit.find((e) => e.stage === 'run');
     expect(run?.message).toContain("this attempt's own .planning/dispatch/escape-a1-RESULT.md among them");
+    // The suite's hosts have Watchman, which names each file (a `git status` would say `.planning/`).
     expect(run?.event).toMatchObject({
       kind: 'escaped-checkout',
-      paths: ['.planning/', 'escaped.txt'],
+      paths: ['.planning/dispatch/escape-a1-RESULT.md', 'escaped.txt'],
       own: ['.planning/dispatch/escape-a1-RESULT.md'],
     });
   });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileMonitor, resetFileMonitor } from '../../src/shared/watchman.js';
 import { checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { runGit } from '../../src/workspace/git.js';
 import { openRepoCache } from '../../src/workspace/repo-cache.js';
@@ -21,7 +22,6 @@ import {
   readLeasedWorktree,
   resetCheckout,
 } from '../../src/workspace/warm-checkout.js';
-import { fileMonitor, resetFileMonitor } from '../../src/workspace/watchman.js';
 import { startWatchman } from '../helpers/watchman.js';
 
 let root: string;

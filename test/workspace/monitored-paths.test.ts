@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import type { MonitoredChange } from '../../src/shared/watchman.js';
 import {
   candidatePaths,
   parseLsTree,
   resetPlan,
   type TreeEntry,
 } from '../../src/workspace/monitored-paths.js';
-import type { MonitoredChange } from '../../src/workspace/watchman.js';
 
 const file = (name: string, exists = true, isNew = false): MonitoredChange => ({
   name,

@@ -1,5 +1,5 @@
 /**
- * A file-system monitor for warm checkouts: a connection to a Watchman daemon, which says which
+ * A file-system monitor for warm checkouts and the origin guard: a connection to a Watchman daemon, which says which
  * files changed in a checkout since a clock it handed out. With it, an attempt's listing and the
  * next lease's reset look only at what changed (warm-checkout.ts), instead of walking a tree of
  * tens of thousands of files (docs/WORKSPACE.md, "A file-system monitor").
