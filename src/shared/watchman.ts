@@ -33,7 +33,7 @@ export interface FileMonitor {
 }
 
 /** How long one answer may take: a query waits for Watchman to have seen every earlier change. */
-const ANSWER_MS = 15_000;
+const ANSWER_MS = 8_000;
 
 interface Pending {
   readonly resolve: (value: Record<string, unknown>) => void;
@@ -130,7 +130,7 @@ class WatchmanMonitor implements FileMonitor {
   async clock(dir: string): Promise<string | null> {
     try {
       const { root } = await this.watch(dir);
-      const answer = await this.connection.command(['clock', root, { sync_timeout: ANSWER_MS - 1_000 }]);
+      const answer = await this.connection.command(['clock', root, { sync_timeout: ANSWER_MS - 3_000 }]);
       return typeof answer.clock === 'string' ? answer.clock : null;
     } catch {
       this.watched.delete(dir);
@@ -148,7 +148,7 @@ class WatchmanMonitor implements FileMonitor {
           since: clock,
           fields: ['name', 'exists', 'type', 'new'],
           empty_on_fresh_instance: true,
-          sync_timeout: ANSWER_MS - 1_000,
+          sync_timeout: ANSWER_MS - 3_000,
           ...(relative ? { relative_root: relative } : {}),
         },
       ]);

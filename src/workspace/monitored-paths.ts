@@ -72,10 +72,12 @@ export interface ResetPlan {
   readonly remove: readonly string[];
   /** Deleted from disk only when they are not a directory: a file where the target has a folder. */
   readonly removeUnlessDir: readonly string[];
-  /** `git update-index -z --index-info` records: the target's entry, or a removal (mode 0). */
-  readonly indexInfo: readonly string[];
-  /** Written from the index (`git checkout-index -f -u`): every target file among the paths. */
-  readonly checkout: readonly string[];
+  /**
+   * Put back as the target has them, in the index and on disk (`git restore --staged
+   * --worktree`): the target's files among the paths, and index entries the target lacks
+   * (which restore removes). Every one is known to git, as restore requires.
+   */
+  readonly restore: readonly string[];
 }
 
 /**
@@ -88,42 +90,46 @@ export function resetPlan(
   candidates: Candidates,
   indexDiff: readonly string[],
   target: readonly TreeEntry[],
-  objectIdLength = 40,
 ): ResetPlan {
-  const byPath = new Map(target.map((entry) => [entry.path, entry]));
-  const remove: string[] = [];
-  const removeUnlessDir: string[] = [];
-  const indexInfo: string[] = [];
-  const checkout = new Set<string>();
-  const noObject = '0'.repeat(objectIdLength);
+  const inTarget = new Set(target.map((entry) => entry.path));
   const dirsInTarget = new Set<string>();
   for (const entry of target) {
     for (let slash = entry.path.indexOf('/'); slash !== -1; slash = entry.path.indexOf('/', slash + 1)) {
       dirsInTarget.add(entry.path.slice(0, slash));
     }
   }
-  const paths = [...new Set([...candidates.files, ...indexDiff])].sort();
-  for (const path of paths) {
-    const entry = byPath.get(path);
-    if (entry) {
-      indexInfo.push(`${entry.mode} ${entry.oid}\t${path}`);
-      checkout.add(path);
-      continue;
-    }
-    indexInfo.push(`0 ${noObject}\t${path}`);
+  const remove: string[] = [];
+  const removeUnlessDir: string[] = [];
+  const restore = new Set<string>(inTarget);
+  for (const path of indexDiff) restore.add(path);
+  for (const path of [...new Set([...candidates.files, ...candidates.dirs])].sort()) {
+    if (inTarget.has(path)) continue;
     if (dirsInTarget.has(path)) removeUnlessDir.push(path);
     else remove.push(path);
   }
-  for (const dir of candidates.dirs) {
-    if (byPath.has(dir)) continue;
-    if (dirsInTarget.has(dir)) removeUnlessDir.push(dir);
-    else remove.push(dir);
+  return { remove, removeUnlessDir, restore: [...restore].sort() };
+}
+
+/**
+ * The folders above the candidates that are not candidates themselves. A monitor may report a
+ * file below a name without the name itself (Watchman, for a folder made where a file was
+ * deleted): asking git which of these are files, not folders, in a commit finds such a name.
+ */
+export function ancestorsOf(candidates: Candidates): string[] {
+  const listed = new Set([...candidates.files, ...candidates.dirs]);
+  const found = new Set<string>();
+  for (const path of listed) {
+    for (let slash = path.lastIndexOf('/'); slash > 0; slash = path.lastIndexOf('/', slash - 1)) {
+      const parent = path.slice(0, slash);
+      if (found.has(parent)) break;
+      if (!listed.has(parent)) found.add(parent);
+    }
   }
-  // The target's files at or below a candidate: restored even when only their folder was listed.
-  for (const entry of target) {
-    if (checkout.has(entry.path)) continue;
-    indexInfo.push(`${entry.mode} ${entry.oid}\t${entry.path}`);
-    checkout.add(entry.path);
-  }
-  return { remove, removeUnlessDir, indexInfo, checkout: [...checkout].sort() };
+  return [...found].sort();
+}
+
+/** The candidates with `files` added (each once, sorted). */
+export function withFiles(candidates: Candidates, files: readonly string[]): Candidates {
+  if (files.length === 0) return candidates;
+  return { files: [...new Set([...candidates.files, ...files])].sort(), dirs: candidates.dirs };
 }

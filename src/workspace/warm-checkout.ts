@@ -10,11 +10,13 @@ import { fileMonitor } from '../shared/watchman.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { runGit } from './git.js';
 import {
+  ancestorsOf,
   type Candidates,
   candidatePaths,
   MONITORED_PATHS_LIMIT,
   parseLsTree,
   resetPlan,
+  withFiles,
 } from './monitored-paths.js';
 import {
   type CheckoutState,
@@ -47,15 +49,36 @@ export async function resetCheckout(
   return 'whole-tree';
 }
 
-/** What the monitor saw change in `dir` since it was clean; null when it cannot say (walk instead). */
+/**
+ * What the monitor saw change in `dir` since it was clean; null when it cannot say (walk instead).
+ * A folder above a changed path that is a file in one of `commits` (the clean one, the target)
+ * counts as changed too: a folder made where a file was, which the monitor may not name.
+ */
 async function changedSinceClean(
   dir: string,
   clean: NonNullable<CheckoutState['clean']>,
   keep: readonly string[],
+  commits: readonly string[],
 ): Promise<Candidates | null> {
   const monitor = await fileMonitor();
   const changes = monitor ? await monitor.changedSince(dir, clean.clock) : null;
-  return changes ? candidatePaths(changes, keep) : null;
+  const candidates = changes ? candidatePaths(changes, keep) : null;
+  if (!candidates) return null;
+  const ancestors = ancestorsOf(candidates);
+  if (ancestors.length === 0) return candidates;
+  if (ancestors.some((path) => path.includes('\n'))) return null;
+  const queries = commits.flatMap((commit) => ancestors.map((path) => `${commit}:${path}`));
+  const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
+    cwd: dir,
+    input: `${queries.join('\n')}\n`,
+  });
+  const types = stdout.split('\n');
+  const files = queries
+    .map((_, i) =>
+      types[i] !== 'tree' && !types[i]?.endsWith(' missing') ? ancestors[i % ancestors.length] : '',
+    )
+    .filter((path): path is string => Boolean(path));
+  return withFiles(candidates, files);
 }
 
 /** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
@@ -70,7 +93,7 @@ async function indexDiffers(dir: string, commit: string): Promise<string[]> {
 /**
  * The reset by what changed: every changed path, and every path where the index differs from
  * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
- * was when clean, at a commit whose differences from `commit` the index diff lists. Five git
+ * was when clean, at a commit whose differences from `commit` the index diff lists. Four git
  * processes whose work follows the change, against two walks of the whole tree. False (and the
  * caller walks) when the monitor cannot say, or anything fails half-way.
  */
@@ -81,7 +104,9 @@ async function resetChanged(
   clean: NonNullable<CheckoutState['clean']>,
 ): Promise<boolean> {
   try {
-    const candidates = await changedSinceClean(dir, clean, keep);
+    // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
+    if (await exists(join(await gitDirOf(dir), 'index.lock'))) return false;
+    const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
     if (!candidates) return false;
     const indexDiff = await indexDiffers(dir, commit);
     const lookup = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
@@ -97,23 +122,24 @@ async function resetChanged(
               )
             ).stdout,
           );
-    const plan = resetPlan(candidates, indexDiff, target, commit.length);
+    const plan = resetPlan(candidates, indexDiff, target);
     for (const path of plan.remove) await removePath(inside(dir, path));
     for (const path of plan.removeUnlessDir) {
       const info = await lstat(inside(dir, path)).catch(() => null);
       if (info && !info.isDirectory()) await removePath(inside(dir, path));
     }
-    if (plan.indexInfo.length > 0) {
-      await runGit(['update-index', '-z', '--index-info'], {
-        cwd: dir,
-        input: `${plan.indexInfo.join('\0')}\0`,
-      });
-    }
-    if (plan.checkout.length > 0) {
-      await runGit(['checkout-index', '--force', '-u', '-z', '--stdin'], {
-        cwd: dir,
-        input: `${plan.checkout.join('\0')}\0`,
-      });
+    if (plan.restore.length > 0) {
+      await runGit(
+        [
+          'restore',
+          `--source=${commit}`,
+          '--staged',
+          '--worktree',
+          '--pathspec-from-file=-',
+          '--pathspec-file-nul',
+        ],
+        { cwd: dir, input: `${plan.restore.map(literalPathspec).join('\0')}\0` },
+      );
     }
     await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
     return true;
@@ -143,14 +169,23 @@ async function cleanMark(dir: string, commit: string): Promise<Pick<CheckoutStat
   return clock ? { clean: { clock, commit } } : {};
 }
 
+/** The checkout's own git folder (a worktree's `.git` file names it); read without git. */
+async function gitDirOf(dir: string): Promise<string> {
+  const link = (await readFile(join(dir, '.git'), 'utf8').catch(() => '')).trim();
+  return link.startsWith('gitdir: ') ? resolve(dir, link.slice('gitdir: '.length)) : join(dir, '.git');
+}
+
+function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 /** The checkout's HEAD when it is a commit id (detached), else null; read without git. */
 async function detachedHead(dir: string): Promise<string | null> {
   try {
-    const link = (await readFile(join(dir, '.git'), 'utf8')).trim();
-    const gitDir = link.startsWith('gitdir: ')
-      ? resolve(dir, link.slice('gitdir: '.length))
-      : join(dir, '.git');
-    const head = (await readFile(join(gitDir, 'HEAD'), 'utf8')).trim();
+    const head = (await readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8')).trim();
     return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(head) ? head : null;
   } catch {
     return null;
@@ -176,7 +211,9 @@ export async function monitoredWorktree(dir: string): Promise<WorktreeState | nu
   const state = await readCheckoutState(`${dir}.json`);
   const clean = state.clean;
   if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
-  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? []).catch(() => null);
+  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? [], [clean.commit]).catch(
+    () => null,
+  );
   if (!candidates) return null;
   const indexDiff = await indexDiffers(dir, clean.commit);
   const paths = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];

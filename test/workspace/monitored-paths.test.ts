@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MonitoredChange } from '../../src/shared/watchman.js';
 import {
+  ancestorsOf,
   candidatePaths,
   parseLsTree,
   resetPlan,
@@ -86,38 +87,32 @@ describe('parseLsTree', () => {
 });
 
 const entry = (path: string, oid = 'o'.repeat(4), mode = '100644'): TreeEntry => ({ mode, oid, path });
-const gone = (path: string) => `0 ${'0'.repeat(4)}\t${path}`;
 
 describe('resetPlan', () => {
   it.each([
     {
-      name: 'a changed tracked file is written back from the target',
+      name: 'a changed tracked file is put back from the target',
       files: ['a'],
       dirs: [],
       indexDiff: [],
-      target: [entry('a', 'aaaa')],
-      plan: { remove: [], removeUnlessDir: [], indexInfo: ['100644 aaaa\ta'], checkout: ['a'] },
+      target: [entry('a')],
+      plan: { remove: [], removeUnlessDir: [], restore: ['a'] },
     },
     {
-      name: 'an untracked file goes, from disk and (if staged) from the index',
-      files: ['new.txt'],
+      name: 'an untracked file goes from disk; one staged goes from the index too',
+      files: ['new.txt', 'loose.txt'],
       dirs: [],
       indexDiff: ['new.txt'],
       target: [],
-      plan: { remove: ['new.txt'], removeUnlessDir: [], indexInfo: [gone('new.txt')], checkout: [] },
+      plan: { remove: ['loose.txt', 'new.txt'], removeUnlessDir: [], restore: ['new.txt'] },
     },
     {
-      name: 'a path staged or moved in the index alone is set from the target (the base moved)',
+      name: 'a path moved in the index alone (the base moved, or the agent staged it) is restored',
       files: [],
       dirs: [],
       indexDiff: ['moved.txt', 'dropped.txt'],
-      target: [entry('moved.txt', 'mmmm')],
-      plan: {
-        remove: ['dropped.txt'],
-        removeUnlessDir: [],
-        indexInfo: [gone('dropped.txt'), '100644 mmmm\tmoved.txt'],
-        checkout: ['moved.txt'],
-      },
+      target: [entry('moved.txt')],
+      plan: { remove: [], removeUnlessDir: [], restore: ['dropped.txt', 'moved.txt'] },
     },
     {
       name: 'a new folder the target lacks goes whole',
@@ -125,53 +120,44 @@ describe('resetPlan', () => {
       dirs: ['build'],
       indexDiff: [],
       target: [],
-      plan: {
-        remove: ['build/a.o', 'build'],
-        removeUnlessDir: [],
-        indexInfo: [gone('build/a.o')],
-        checkout: [],
-      },
+      plan: { remove: ['build', 'build/a.o'], removeUnlessDir: [], restore: [] },
     },
     {
       name: 'a removed folder comes back with every file the target has below it',
       files: [],
       dirs: ['lib'],
       indexDiff: [],
-      target: [entry('lib/x', 'xxxx'), entry('lib/y/z', 'zzzz', '100755')],
-      plan: {
-        remove: [],
-        removeUnlessDir: ['lib'],
-        indexInfo: ['100644 xxxx\tlib/x', '100755 zzzz\tlib/y/z'],
-        checkout: ['lib/x', 'lib/y/z'],
-      },
+      target: [entry('lib/x'), entry('lib/y/z', 'zzzz', '100755')],
+      plan: { remove: [], removeUnlessDir: ['lib'], restore: ['lib/x', 'lib/y/z'] },
     },
     {
       name: 'a file where the target has a folder is removed unless it is that folder',
       files: ['d'],
       dirs: [],
       indexDiff: [],
-      target: [entry('d/f', 'ffff')],
-      plan: {
-        remove: [],
-        removeUnlessDir: ['d'],
-        indexInfo: [gone('d'), '100644 ffff\td/f'],
-        checkout: ['d/f'],
-      },
+      target: [entry('d/f')],
+      plan: { remove: [], removeUnlessDir: ['d'], restore: ['d/f'] },
     },
     {
       name: 'a new folder of the attempt that the target also has keeps the target’s files only',
       files: ['both/mine.txt', 'both/theirs.txt'],
       dirs: ['both'],
       indexDiff: [],
-      target: [entry('both/theirs.txt', 'tttt')],
-      plan: {
-        remove: ['both/mine.txt'],
-        removeUnlessDir: ['both'],
-        indexInfo: [gone('both/mine.txt'), '100644 tttt\tboth/theirs.txt'],
-        checkout: ['both/theirs.txt'],
-      },
+      target: [entry('both/theirs.txt')],
+      plan: { remove: ['both/mine.txt'], removeUnlessDir: ['both'], restore: ['both/theirs.txt'] },
     },
   ])('$name', ({ files, dirs, indexDiff, target, plan }) => {
-    expect(resetPlan({ files, dirs }, indexDiff, target, 4)).toEqual(plan);
+    expect(resetPlan({ files, dirs }, indexDiff, target)).toEqual(plan);
+  });
+});
+
+describe('ancestorsOf', () => {
+  it.each([
+    ['a top-level file has none', ['a'], [], []],
+    ['each folder above, once', ['x/y/a', 'x/y/b', 'x/c'], [], ['x', 'x/y']],
+    ['a listed folder is not asked about', ['x/y/a'], ['x/y'], ['x']],
+    ['a folder made where a file was is asked about', ['c.txt/inner'], [], ['c.txt']],
+  ])('%s', (_name, files, dirs, expected) => {
+    expect(ancestorsOf({ files, dirs })).toEqual(expected);
   });
 });
