@@ -13,6 +13,7 @@ import { readSigningKey } from '../shared/receipt.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
+import { fileMonitor } from '../shared/watchman.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
@@ -89,6 +90,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
     await assertSandboxWorks(options.sandbox);
     logger.info(`sandbox: agent CLIs run under ${options.sandbox.bwrap}, writable only in their checkout`);
   }
+  const monitor = await fileMonitor();
+  logger.info(
+    monitor
+      ? 'file monitor: Watchman; warm checkouts and the start directory are watched, not walked'
+      : 'file monitor: none; warm checkouts are walked (install watchman for large repositories)',
+  );
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);
   const detected = await detectClis(adapters, { logger: { info: (msg: string) => logger.info(msg) } });

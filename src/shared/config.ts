@@ -52,6 +52,11 @@ const envSchema = z.object({
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
   /** Host caches (repo clones, warm checkouts). */
   FLOTILLA_HOME: z.string().optional(),
+  /**
+   * Warm checkouts' file-system monitor (shared/watchman.ts): `off`, or a Watchman socket; unset,
+   * the `watchman` on PATH is used when there is one.
+   */
+  FLOTILLA_WATCHMAN: z.string().optional(),
   /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */
   FLOTILLA_CACHE_DAYS: z.coerce.number().positive().default(14),
   /** BullMQ lock duration for every job; a crashed host's job moves on after about this long. */

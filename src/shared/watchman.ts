@@ -33,7 +33,7 @@ export interface FileMonitor {
 }
 
 /** How long one answer may take: a query waits for Watchman to have seen every earlier change. */
-const ANSWER_MS = 8_000;
+const ANSWER_MS = 6_000;
 
 interface Pending {
   readonly resolve: (value: Record<string, unknown>) => void;
@@ -120,35 +120,41 @@ class WatchmanConnection {
 interface Watched {
   readonly root: string;
   readonly relative?: string;
+  /** This directory's own connection: Watchman answers a connection's commands in order, so one
+   * slow answer (a first crawl, a sync on a busy tree) must not hold up another checkout's. */
+  readonly connection: WatchmanConnection;
 }
+
+/** How long Watchman may wait to have seen every change made before a command (its sync cookie). */
+const SYNC_MS = ANSWER_MS / 2;
 
 class WatchmanMonitor implements FileMonitor {
   private readonly watched = new Map<string, Promise<Watched>>();
 
-  constructor(private readonly connection: WatchmanConnection) {}
+  constructor(private readonly sockname: string) {}
 
   async clock(dir: string): Promise<string | null> {
     try {
-      const { root } = await this.watch(dir);
-      const answer = await this.connection.command(['clock', root, { sync_timeout: ANSWER_MS - 3_000 }]);
+      const { root, connection } = await this.watch(dir);
+      const answer = await connection.command(['clock', root, { sync_timeout: SYNC_MS }]);
       return typeof answer.clock === 'string' ? answer.clock : null;
     } catch {
-      this.watched.delete(dir);
+      this.drop(dir);
       return null;
     }
   }
 
   async changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null> {
     try {
-      const { root, relative } = await this.watch(dir);
-      const answer = await this.connection.command([
+      const { root, relative, connection } = await this.watch(dir);
+      const answer = await connection.command([
         'query',
         root,
         {
           since: clock,
           fields: ['name', 'exists', 'type', 'new'],
           empty_on_fresh_instance: true,
-          sync_timeout: ANSWER_MS - 3_000,
+          sync_timeout: SYNC_MS,
           ...(relative ? { relative_root: relative } : {}),
         },
       ]);
@@ -156,30 +162,46 @@ class WatchmanMonitor implements FileMonitor {
       if (answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
       return answer.files as MonitoredChange[];
     } catch {
-      this.watched.delete(dir);
+      this.drop(dir);
       return null;
     }
   }
 
   async forget(dir: string): Promise<void> {
-    const watched = this.watched.get(dir);
-    this.watched.delete(dir);
-    const root = await watched?.then((w) => (w.relative ? null : w.root)).catch(() => null);
-    if (root) await this.connection.command(['watch-del', root]).catch(() => undefined);
+    const watched = await this.watched.get(dir)?.catch(() => null);
+    this.drop(dir);
+    if (watched && !watched.relative) {
+      const connection = new WatchmanConnection(this.sockname);
+      await connection.command(['watch-del', watched.root]).catch(() => undefined);
+      connection.close();
+    }
   }
 
   close(): void {
-    this.connection.close();
+    for (const dir of [...this.watched.keys()]) this.drop(dir);
+  }
+
+  private drop(dir: string): void {
+    const watched = this.watched.get(dir);
+    this.watched.delete(dir);
+    void watched?.then((w) => w.connection.close()).catch(() => undefined);
   }
 
   private watch(dir: string): Promise<Watched> {
     let watched = this.watched.get(dir);
     if (!watched) {
-      watched = this.connection.command(['watch-project', dir]).then((answer) => {
-        if (typeof answer.watch !== 'string') throw new Error(`watchman: cannot watch ${dir}`);
-        const relative = typeof answer.relative_path === 'string' ? answer.relative_path : undefined;
-        return { root: answer.watch, ...(relative ? { relative } : {}) };
-      });
+      const connection = new WatchmanConnection(this.sockname);
+      watched = connection.command(['watch-project', dir]).then(
+        (answer) => {
+          if (typeof answer.watch !== 'string') throw new Error(`watchman: cannot watch ${dir}`);
+          const relative = typeof answer.relative_path === 'string' ? answer.relative_path : undefined;
+          return { root: answer.watch, connection, ...(relative ? { relative } : {}) };
+        },
+        (error: unknown) => {
+          connection.close();
+          throw error;
+        },
+      );
       this.watched.set(dir, watched);
     }
     return watched;
@@ -211,15 +233,13 @@ let shared: Promise<FileMonitor | null> | null = null;
 
 /** This process's monitor (one connection, found once), or null when there is none. */
 export function fileMonitor(): Promise<FileMonitor | null> {
-  shared ??= findWatchmanSocket().then((sockname) =>
-    sockname ? new WatchmanMonitor(new WatchmanConnection(sockname)) : null,
-  );
+  shared ??= findWatchmanSocket().then((sockname) => (sockname ? new WatchmanMonitor(sockname) : null));
   return shared;
 }
 
 /** A monitor on a given socket (tests, and hosts told where the daemon is). */
 export function watchmanMonitor(sockname: string): FileMonitor {
-  return new WatchmanMonitor(new WatchmanConnection(sockname));
+  return new WatchmanMonitor(sockname);
 }
 
 /** Forgets the shared monitor (tests that change FLOTILLA_WATCHMAN between cases). */
