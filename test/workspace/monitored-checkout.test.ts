@@ -177,13 +177,23 @@ describe('a warm checkout with a file-system monitor', () => {
   });
 });
 
+/** Runs `body` with FLOTILLA_WATCHMAN set to `setting`, the shared monitor found again before and after. */
+async function withMonitorSetting(setting: string, body: () => Promise<void>): Promise<void> {
+  const before = process.env.FLOTILLA_WATCHMAN;
+  process.env.FLOTILLA_WATCHMAN = setting;
+  resetFileMonitor();
+  try {
+    await body();
+  } finally {
+    process.env.FLOTILLA_WATCHMAN = before;
+    resetFileMonitor();
+  }
+}
+
 describe('a warm checkout whose monitor cannot say what changed', () => {
   it('walks the whole tree when the daemon restarted since the checkout was clean, and is clean all the same', async () => {
     const own = await startWatchman();
-    const before = process.env.FLOTILLA_WATCHMAN;
-    process.env.FLOTILLA_WATCHMAN = own.sockname;
-    resetFileMonitor();
-    try {
+    await withMonitorSetting(own.sockname, async () => {
       const { lease, target, state, keep } = await leasedAtBase();
       await changeEverything(lease.dir);
       await own.restart();
@@ -192,18 +202,11 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
       expect(await resetCheckout(lease.dir, target, keep, state.clean)).toBe('whole-tree');
       expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
       await lease.release();
-    } finally {
-      process.env.FLOTILLA_WATCHMAN = before;
-      resetFileMonitor();
-      await own.stop();
-    }
+    }).finally(() => own.stop());
   });
 
   it('walks when Watchman is turned off', async () => {
-    const before = process.env.FLOTILLA_WATCHMAN;
-    process.env.FLOTILLA_WATCHMAN = 'off';
-    resetFileMonitor();
-    try {
+    await withMonitorSetting('off', async () => {
       expect(await fileMonitor()).toBeNull();
       const { lease, target, state, keep } = await leasedAtBase();
       expect(state.clean).toBeUndefined();
@@ -211,9 +214,6 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
       expect(await resetCheckout(lease.dir, target, keep, state.clean)).toBe('whole-tree');
       expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
       await lease.release();
-    } finally {
-      process.env.FLOTILLA_WATCHMAN = before;
-      resetFileMonitor();
-    }
+    });
   });
 });
