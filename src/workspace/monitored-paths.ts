@@ -5,6 +5,18 @@
  */
 import type { MonitoredChange } from '../shared/watchman.js';
 
+/**
+ * flotilla's own folders in a checkout, made when it is clean and kept (empty) from attempt to
+ * attempt: git does not list an empty folder, and a folder deleted and made again for every
+ * attempt is what Watchman 4.9 loses track of ("dir missing from internal state"), recrawling
+ * the whole tree for a file written into it at once.
+ */
+export const DISPATCH_FOLDERS: readonly string[] = [
+  '.planning',
+  '.planning/dispatch',
+  '.planning/dispatch/archive',
+];
+
 /** More changed paths than this and a whole-tree walk is as cheap and simpler: callers walk. */
 export const MONITORED_PATHS_LIMIT = 2_000;
 
@@ -85,11 +97,13 @@ export interface ResetPlan {
  * (`indexDiff`), back to the target commit: `target` holds the target's entries at or below those
  * paths (one `git ls-tree`). Everything else in the checkout is unchanged since it was clean, so
  * afterwards the checkout is as a fresh checkout of the target (plus setup's kept outputs).
+ * `keepFolders` stay as folders, emptied (flotilla's dispatch folders: DISPATCH_FOLDERS).
  */
 export function resetPlan(
   candidates: Candidates,
   indexDiff: readonly string[],
   target: readonly TreeEntry[],
+  keepFolders: readonly string[] = [],
 ): ResetPlan {
   const inTarget = new Set(target.map((entry) => entry.path));
   const dirsInTarget = new Set<string>();
@@ -102,8 +116,9 @@ export function resetPlan(
   const removeUnlessDir: string[] = [];
   const restore = new Set<string>(inTarget);
   for (const path of indexDiff) restore.add(path);
+  const folders = new Set(keepFolders);
   for (const path of [...new Set([...candidates.files, ...candidates.dirs])].sort()) {
-    if (inTarget.has(path)) continue;
+    if (inTarget.has(path) || (folders.has(path) && candidates.dirs.includes(path))) continue;
     if (dirsInTarget.has(path)) removeUnlessDir.push(path);
     else remove.push(path);
   }

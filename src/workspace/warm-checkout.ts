@@ -4,7 +4,7 @@
  * excepted), then run setup when its inputs changed. A checkout whose reset fails is discarded and
  * another one is taken, so nothing an earlier attempt wrote is ever seen by a later one.
  */
-import { lstat, readFile, rm } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor } from '../shared/watchman.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
@@ -13,6 +13,7 @@ import {
   ancestorsOf,
   type Candidates,
   candidatePaths,
+  DISPATCH_FOLDERS,
   MONITORED_PATHS_LIMIT,
   parseLsTree,
   resetPlan,
@@ -122,7 +123,7 @@ async function resetChanged(
               )
             ).stdout,
           );
-    const plan = resetPlan(candidates, indexDiff, target);
+    const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
     for (const path of plan.remove) await removePath(inside(dir, path));
     for (const path of plan.removeUnlessDir) {
       const info = await lstat(inside(dir, path)).catch(() => null);
@@ -162,9 +163,14 @@ function inside(dir: string, path: string): string {
   return full;
 }
 
-/** The monitor's clock for a checkout clean at `commit` now, to record in its state; none without one. */
+/**
+ * The monitor's clock for a checkout clean at `commit` now, to record in its state; none without
+ * one. flotilla's dispatch folders are made first, so the monitor has them before any file does.
+ */
 async function cleanMark(dir: string, commit: string): Promise<Pick<CheckoutState, 'clean'>> {
   const monitor = await fileMonitor();
+  if (monitor)
+    await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
   const clock = monitor ? await monitor.clock(dir) : null;
   return clock ? { clean: { clock, commit } } : {};
 }

@@ -149,6 +149,18 @@ describe('resetPlan', () => {
   ])('$name', ({ files, dirs, indexDiff, target, plan }) => {
     expect(resetPlan({ files, dirs }, indexDiff, target)).toEqual(plan);
   });
+
+  it('empties the folders it is told to keep instead of removing them', () => {
+    const candidates = {
+      files: ['.planning/dispatch/t1-a1-PROMPT.md', 'new/x'],
+      dirs: ['.planning', '.planning/dispatch', 'new'],
+    };
+    expect(resetPlan(candidates, [], [], ['.planning', '.planning/dispatch'])).toEqual({
+      remove: ['.planning/dispatch/t1-a1-PROMPT.md', 'new', 'new/x'],
+      removeUnlessDir: [],
+      restore: [],
+    });
+  });
 });
 
 describe('ancestorsOf', () => {

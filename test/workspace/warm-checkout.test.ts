@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -86,9 +86,15 @@ describe('warm checkouts', () => {
     expect(second.dir).toBe(firstDir);
     expect(second.fresh).toBe(false);
     expect(await readFile(join(second.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
-    for (const leaked of ['new.txt', 'late.txt', 'dist', '.planning']) {
+    for (const leaked of ['new.txt', 'late.txt', 'dist', '.planning/dispatch/t-a1-PROMPT.md']) {
       expect(await exists(join(second.dir, leaked)), leaked).toBe(false);
     }
+    // flotilla's dispatch folders may stay, empty (monitored-paths.ts, DISPATCH_FOLDERS): no file below them.
+    const below = await readdir(join(second.dir, '.planning'), {
+      recursive: true,
+      withFileTypes: true,
+    }).catch(() => []);
+    expect(below.filter((entry) => !entry.isDirectory()).map((entry) => entry.name)).toEqual([]);
     expect(await git(second.dir, 'rev-parse', 'HEAD')).toBe(base);
     expect(await git(second.dir, 'status', '--porcelain', '--ignored')).toBe('');
     await second.release();
