@@ -131,12 +131,18 @@ interface Watched {
 /** How long Watchman may wait to have seen every change made before a command (its sync cookie). */
 const SYNC_MS = ANSWER_MS / 2;
 
+/** After a failed answer, a directory is walked, not asked about, for this long. */
+const RESPITE_MS = 10 * 60_000;
+
 class WatchmanMonitor implements FileMonitor {
   private readonly watched = new Map<string, Promise<Watched>>();
+  /** Directories whose last answer failed, until when they are left to the walks. */
+  private readonly failedUntil = new Map<string, number>();
 
   constructor(private readonly sockname: string) {}
 
   async clock(dir: string): Promise<string | null> {
+    if (this.resting(dir)) return null;
     try {
       const { root, connection } = await this.watch(dir);
       // No sync: a change made before this call but seen by Watchman after it counts as made
@@ -144,13 +150,14 @@ class WatchmanMonitor implements FileMonitor {
       // costs a round trip through Watchman's threads, which a busy 2-core host makes slow.
       const answer = await connection.command(['clock', root]);
       return typeof answer.clock === 'string' ? answer.clock : null;
-    } catch {
-      this.drop(dir);
+    } catch (error) {
+      await this.failed(dir, error);
       return null;
     }
   }
 
   async changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null> {
+    if (this.resting(dir)) return null;
     try {
       const { root, relative, connection } = await this.watch(dir);
       const answer = await connection.command([
@@ -167,13 +174,43 @@ class WatchmanMonitor implements FileMonitor {
       // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
       if (answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
       return answer.files as MonitoredChange[];
-    } catch {
-      this.drop(dir);
+    } catch (error) {
+      await this.failed(dir, error);
       return null;
     }
   }
 
   async forget(dir: string): Promise<void> {
+    await this.unwatch(dir);
+  }
+
+  private resting(dir: string): boolean {
+    const until = this.failedUntil.get(dir);
+    if (until === undefined) return false;
+    if (Date.now() < until) return true;
+    this.failedUntil.delete(dir);
+    return false;
+  }
+
+  /**
+   * A failed answer: a new watch next time. One that timed out also earns a respite, so a watch
+   * that cannot sync costs one wait, not one per run; any other (a restarted daemon that no longer
+   * knows the root, a closed connection) is mended by the new watch at once.
+   */
+  private async failed(dir: string, error: unknown): Promise<void> {
+    if (error instanceof Error && /sync_timeout|no answer/.test(error.message)) {
+      this.failedUntil.set(dir, Date.now() + RESPITE_MS);
+    }
+    await this.unwatch(dir);
+  }
+
+  /**
+   * Stops watching `dir` and drops its connection, so the next call watches it afresh (a new
+   * clock, and the callers walk once). Also what a failed answer leads to: a watch whose sync
+   * never completes is broken for good (seen when a repository was deleted and cloned again at
+   * the same path: Watchman's cookies in its `.git` were never seen), and only a new watch mends it.
+   */
+  private async unwatch(dir: string): Promise<void> {
     const watched = await this.watched.get(dir)?.catch(() => null);
     this.drop(dir);
     if (watched && !watched.relative) {
