@@ -1,0 +1,54 @@
+/**
+ * The Watchman client's answers when the daemon does not answer (src/shared/watchman.ts). A real
+ * daemon's answers are tested through the warm checkouts (test/workspace/monitored-checkout.test.ts);
+ * a daemon that never completes a sync cannot be had on demand, so here a socket stands in for
+ * one that answers `watch-project` and then nothing.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { watchmanMonitor } from '../../src/shared/watchman.js';
+
+let dir: string;
+let server: Server;
+const received: string[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'flotilla-watchman-stub-'));
+  server = createServer((socket) => {
+    let buffer = '';
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString();
+      for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+        const [command, root] = JSON.parse(buffer.slice(0, end)) as [string, string];
+        buffer = buffer.slice(end + 1);
+        received.push(command);
+        if (command === 'watch-project') socket.write(`${JSON.stringify({ watch: root })}\n`);
+        if (command === 'watch-del') socket.write(`${JSON.stringify({ 'watch-del': true })}\n`);
+        // `clock` and `query`: never answered, as a watch whose sync cookie is never seen.
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(join(dir, 'sock'), resolve));
+});
+afterAll(async () => {
+  server.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('a Watchman that does not answer', () => {
+  it('gives no clock after its timeout, drops the watch, and then leaves the directory to the walks without asking again', async () => {
+    const monitor = watchmanMonitor(join(dir, 'sock'));
+    const checkout = join(dir, 'checkout');
+    expect(await monitor.clock(checkout)).toBeNull();
+    expect(received).toEqual(['watch-project', 'clock', 'watch-del']);
+    // A respite: no second wait for the same directory.
+    expect(await monitor.clock(checkout)).toBeNull();
+    expect(await monitor.changedSince(checkout, 'c:1:2')).toBeNull();
+    expect(received).toEqual(['watch-project', 'clock', 'watch-del']);
+    monitor.close();
+  });
+});
