@@ -27,7 +27,7 @@ export interface FileMonitor {
    * A clock for `dir` now (watching `dir` first): every change made after this call, and perhaps
    * some made just before it, is changed since.
    */
-  clock(dir: string): Promise<string | null>;
+  clock(dir: string, options?: { readonly settle?: boolean }): Promise<string | null>;
   /** Every path under `dir` that changed after `clock`; null when Watchman cannot say. */
   changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null>;
   /** Stops watching `dir` (a discarded checkout). */
@@ -51,13 +51,13 @@ class WatchmanConnection {
 
   constructor(private readonly sockname: string) {}
 
-  command(args: readonly unknown[]): Promise<Record<string, unknown>> {
+  command(args: readonly unknown[], answerMs = ANSWER_MS): Promise<Record<string, unknown>> {
     const socket = this.connect();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new Error(`watchman: no answer to ${String(args[0])} in ${ANSWER_MS} ms`));
+        reject(new Error(`watchman: no answer to ${String(args[0])} in ${answerMs} ms`));
         this.reset(new Error('watchman: connection dropped after a timeout'));
-      }, ANSWER_MS);
+      }, answerMs);
       timer.unref();
       this.pending.push({
         resolve: (value) => {
@@ -128,6 +128,9 @@ interface Watched {
   readonly connection: WatchmanConnection;
 }
 
+/** How long a new checkout's first clock may wait for Watchman's crawl of it. */
+const SETTLE_MS = 60_000;
+
 /** How long Watchman may wait to have seen every change made before a command (its sync cookie). */
 const SYNC_MS = ANSWER_MS / 2;
 
@@ -141,17 +144,22 @@ class WatchmanMonitor implements FileMonitor {
 
   constructor(private readonly sockname: string) {}
 
-  async clock(dir: string): Promise<string | null> {
+  async clock(dir: string, options: { readonly settle?: boolean } = {}): Promise<string | null> {
     if (this.resting(dir)) return null;
     try {
       const { root, connection } = await this.watch(dir);
       // No sync: a change made before this call but seen by Watchman after it counts as made
       // since the clock, so a caller looks at one path more, never at one too few; and a sync
       // costs a round trip through Watchman's threads, which a busy 2-core host makes slow.
-      const answer = await connection.command(['clock', root]);
+      // `settle` (a new checkout) waits for Watchman's first crawl of it instead, which would
+      // otherwise hold up the first query, and a busy host's other work, later.
+      const answer = options.settle
+        ? await connection.command(['clock', root, { sync_timeout: SETTLE_MS }], SETTLE_MS + ANSWER_MS)
+        : await connection.command(['clock', root]);
       return typeof answer.clock === 'string' ? answer.clock : null;
     } catch (error) {
-      await this.failed(dir, error);
+      if (options.settle) await this.unwatch(dir);
+      else await this.failed(dir, error);
       return null;
     }
   }

@@ -167,11 +167,15 @@ function inside(dir: string, path: string): string {
  * The monitor's clock for a checkout clean at `commit` now, to record in its state; none without
  * one. flotilla's dispatch folders are made first, so the monitor has them before any file does.
  */
-async function cleanMark(dir: string, commit: string): Promise<Pick<CheckoutState, 'clean'>> {
+async function cleanMark(
+  dir: string,
+  commit: string,
+  options: { readonly settle?: boolean } = {},
+): Promise<Pick<CheckoutState, 'clean'>> {
   const monitor = await fileMonitor();
   if (monitor)
     await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
-  const clock = monitor ? await monitor.clock(dir) : null;
+  const clock = monitor ? await monitor.clock(dir, options) : null;
   return clock ? { clean: { clock, commit } } : {};
 }
 
@@ -294,7 +298,10 @@ export async function leaseCheckout(
   for (let tries = 0; ; tries++) {
     const lease = await pool.acquire(commit, signal);
     if (lease.fresh) {
-      await writeCheckoutState(stateFile(lease), await cleanMark(lease.dir, commit)).catch(() => undefined);
+      // A new checkout: the monitor's first crawl of it is waited for here, once.
+      await writeCheckoutState(stateFile(lease), await cleanMark(lease.dir, commit, { settle: true })).catch(
+        () => undefined,
+      );
       return lease;
     }
     try {
