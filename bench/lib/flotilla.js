@@ -9,6 +9,7 @@ import { startHost } from '../../dist/host/host.js';
 import { FlotillaClient } from '../../dist/mission/client.js';
 import { loadConfig } from '../../dist/shared/config.js';
 import { silentLogger } from '../../dist/shared/logger.js';
+import { fileMonitor } from '../../dist/shared/watchman.js';
 import { putSimOnPath, SIM_ADAPTERS, uniquePrefix } from './util.js';
 
 /** A config for one benchmark: its own prefix and home, the sim adapters, silent logs. */
@@ -62,6 +63,9 @@ export async function startFlotilla(redisUrl, options = {}) {
     async stop() {
       await Promise.all(hosts.map((h) => h.close({ force: true })));
       await client.close();
+      // As a worker's prune does: stop watching the checkouts before deleting them, or Watchman
+      // spends the next benchmark's CPU on the deletion of every watched tree.
+      await (await fileMonitor())?.forgetUnder(dir);
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -32,6 +32,11 @@ export interface FileMonitor {
   changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null>;
   /** Stops watching `dir` (a discarded checkout). */
   forget(dir: string): Promise<void>;
+  /**
+   * Stops watching every directory at or below `prefix`, before it is deleted: Watchman would
+   * otherwise spend seconds of CPU on the deletion of each watched tree (a pruned cache).
+   */
+  forgetUnder(prefix: string): Promise<void>;
   close(): void;
 }
 
@@ -190,6 +195,24 @@ class WatchmanMonitor implements FileMonitor {
 
   async forget(dir: string): Promise<void> {
     await this.unwatch(dir);
+  }
+
+  async forgetUnder(prefix: string): Promise<void> {
+    const under = (path: string) => path === prefix || path.startsWith(`${prefix.replace(/\/+$/, '')}/`);
+    for (const dir of [...this.watched.keys()].filter(under)) this.drop(dir);
+    const connection = new WatchmanConnection(this.sockname);
+    try {
+      const answer = await connection.command(['watch-list']);
+      const roots = Array.isArray(answer.roots)
+        ? answer.roots.filter((r): r is string => typeof r === 'string')
+        : [];
+      for (const root of roots.filter(under))
+        await connection.command(['watch-del', root]).catch(() => undefined);
+    } catch {
+      // Nothing to stop watching, or no daemon: the deletion goes ahead either way.
+    } finally {
+      connection.close();
+    }
   }
 
   private resting(dir: string): boolean {

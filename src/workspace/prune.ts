@@ -7,6 +7,7 @@
  */
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileMonitor } from '../shared/watchman.js';
 import { checkoutsDir, slotFree } from './checkout-root.js';
 import { runGit } from './git.js';
 
@@ -110,7 +111,9 @@ export async function pruneHostCaches(options: PruneOptions): Promise<string[]> 
     slots,
     pools,
   });
+  const monitor = plan.length > 0 ? await fileMonitor() : null;
   for (const path of plan) {
+    await monitor?.forgetUnder(path);
     await rm(path, { recursive: true, force: true });
     await rm(`${path}.json`, { force: true });
   }

@@ -190,6 +190,25 @@ async function withMonitorSetting(setting: string, body: () => Promise<void>): P
   }
 }
 
+describe('stopping watching before a delete', () => {
+  it('forgets every watched checkout below a folder (a pruned cache), and only those', async () => {
+    const { lease } = await leasedAtBase();
+    const other = await leasedAtBase();
+    const monitor = await fileMonitor();
+    const watchList = async () =>
+      JSON.parse(
+        (await execa('watchman', [`--sockname=${process.env.FLOTILLA_WATCHMAN}`, '--no-spawn', 'watch-list']))
+          .stdout,
+      ).roots as string[];
+    expect(await watchList()).toEqual(expect.arrayContaining([lease.dir, other.lease.dir]));
+    await monitor?.forgetUnder(join(lease.dir, '..'));
+    const roots = await watchList();
+    expect(roots).not.toContain(lease.dir);
+    expect(roots).toContain(other.lease.dir);
+    await other.lease.release();
+  });
+});
+
 describe('a warm checkout whose monitor cannot say what changed', () => {
   it('walks the whole tree when the daemon restarted since the checkout was clean, and is clean all the same', async () => {
     const own = await startWatchman();
