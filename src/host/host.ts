@@ -94,7 +94,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   logger.info(
     monitor
       ? 'file monitor: Watchman; warm checkouts and the start directory are watched, not walked'
-      : 'file monitor: none; warm checkouts are walked (install watchman for large repositories)',
+      : 'file monitor: none; warm checkouts are walked (FLOTILLA_WATCHMAN=on uses Watchman)',
   );
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);

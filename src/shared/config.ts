@@ -53,8 +53,8 @@ const envSchema = z.object({
   /** Host caches (repo clones, warm checkouts). */
   FLOTILLA_HOME: z.string().optional(),
   /**
-   * Warm checkouts' file-system monitor (shared/watchman.ts): `off`, or a Watchman socket; unset,
-   * the `watchman` on PATH is used when there is one.
+   * Warm checkouts' file-system monitor (shared/watchman.ts), opt-in: `on` (the `watchman` on
+   * PATH) or a Watchman socket path; unset or `off`, checkouts are walked.
    */
   FLOTILLA_WATCHMAN: z.string().optional(),
   /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */

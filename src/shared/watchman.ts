@@ -1,13 +1,14 @@
 /**
- * A file-system monitor for warm checkouts and the origin guard: a connection to a Watchman daemon, which says which
- * files changed in a checkout since a clock it handed out. With it, an attempt's listing and the
- * next lease's reset look only at what changed (warm-checkout.ts), instead of walking a tree of
- * tens of thousands of files (docs/WORKSPACE.md, "A file-system monitor").
+ * A file-system monitor for warm checkouts and the origin guard: a connection to a Watchman
+ * daemon, which says which files changed in a directory since a clock it handed out. With it, an
+ * attempt's listing and the next lease's reset look only at what changed (warm-checkout.ts), and
+ * the origin guard at what changed in the user's repository (agent/origin-guard.ts), instead of
+ * walking trees of tens of thousands of files (docs/ARCHITECTURE.md, "A file-system monitor").
  *
- * Optional: without Watchman, or when it cannot answer (restarted, recrawled, out of inotify
- * watches, slow), every caller walks the tree as before. `FLOTILLA_WATCHMAN=off` turns it off;
- * `FLOTILLA_WATCHMAN=<socket>` (or Watchman's own `WATCHMAN_SOCK`) names a daemon; otherwise the
- * `watchman` on PATH is asked for its socket, which starts the daemon if none runs.
+ * Opt-in (`FLOTILLA_WATCHMAN=on`, or a socket path): on the 2-core benchmark machine it cuts a
+ * task's git time on an 80,000-file tree 4–5× but not its wall time (docs/BENCHMARKS.md §14).
+ * Whenever it cannot answer (restarted, recrawled, out of inotify watches, slow) every caller
+ * walks the tree, as without it.
  */
 import { execFile } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
@@ -282,13 +283,18 @@ class WatchmanMonitor implements FileMonitor {
   }
 }
 
-/** Where the daemon listens, or null: turned off, not installed, or not answering. */
+/**
+ * Where the daemon listens, or null: not asked for (the default), turned off, not installed, or
+ * not answering. `FLOTILLA_WATCHMAN=on` uses Watchman's own `WATCHMAN_SOCK`, else asks the
+ * `watchman` on PATH for its socket (which starts the daemon if none runs); any other value but
+ * `off` is a socket path.
+ */
 export async function findWatchmanSocket(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<string | null> {
-  const setting = env.FLOTILLA_WATCHMAN?.trim();
-  if (setting === 'off' || setting === '0' || setting === 'false') return null;
-  if (setting) return setting;
+  const setting = env.FLOTILLA_WATCHMAN?.trim() ?? '';
+  if (['', 'off', '0', 'false'].includes(setting)) return null;
+  if (!['on', '1', 'true', 'auto'].includes(setting)) return setting;
   if (env.WATCHMAN_SOCK) return env.WATCHMAN_SOCK;
   return new Promise((resolve) => {
     execFile('watchman', ['--no-pretty', 'get-sockname'], { timeout: 10_000, env }, (error, stdout) => {

@@ -1,8 +1,8 @@
 /**
  * vitest's global setup: one private Watchman daemon for the whole suite, so every warm checkout a
- * test makes is monitored as on a host with Watchman (the default where it is installed), and no
- * test touches a user's own daemon. `FLOTILLA_WATCHMAN` set by the caller wins (`off` to test the
- * walks alone).
+ * test makes is monitored (as on a host with `FLOTILLA_WATCHMAN=on`; hosts default to the walks,
+ * which keep their own tests), and no test touches a user's own daemon. `FLOTILLA_WATCHMAN` set by
+ * the caller wins (`off` to run the suite on the walks alone).
  */
 import { startWatchman, type WatchmanHandle } from './watchman.js';
 

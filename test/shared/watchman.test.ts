@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { watchmanMonitor } from '../../src/shared/watchman.js';
+import { findWatchmanSocket, watchmanMonitor } from '../../src/shared/watchman.js';
 
 let dir: string;
 let server: Server;
@@ -50,5 +50,20 @@ describe('a Watchman that does not answer', () => {
     expect(await monitor.changedSince(checkout, 'c:1:2')).toBeNull();
     expect(received).toEqual(['watch-project', 'clock', 'watch-del']);
     monitor.close();
+  });
+});
+
+describe('FLOTILLA_WATCHMAN', () => {
+  it.each([
+    ['unset: off (hosts walk by default)', {}, null],
+    ['off', { FLOTILLA_WATCHMAN: 'off' }, null],
+    ['a socket path', { FLOTILLA_WATCHMAN: '/run/w/sock' }, '/run/w/sock'],
+    [
+      "on: Watchman's own WATCHMAN_SOCK first",
+      { FLOTILLA_WATCHMAN: 'on', WATCHMAN_SOCK: '/tmp/w.sock' },
+      '/tmp/w.sock',
+    ],
+  ])('%s', async (_name, env, expected) => {
+    expect(await findWatchmanSocket(env)).toBe(expected);
   });
 });
