@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import { generatedRepo, linuxRepo, repoStats, scratchClone } from './lib/big-repo.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, installGitShim } from './lib/profile.js';
+import { stageTimes } from './overhead.js';
 import { startRedis } from './lib/redis.js';
 import { fmt, now, printTable, putSimOnPath, withDeadline } from './lib/util.js';
 
@@ -61,7 +62,7 @@ async function oneCheckoutSeconds(source) {
   }
 }
 
-async function runMission(cluster, workspace, n, label, shim) {
+async function runMission(cluster, workspace, n, label, shim, redisUrl) {
   const tasks = Array.from({ length: n }, (_, i) => ({ id: taskId(i + 1) }));
   const file = join(cluster.dir, `${label}.yaml`);
   await writeFile(
@@ -78,6 +79,8 @@ async function runMission(cluster, workspace, n, label, shim) {
     throw new Error(`${label}: mission ${status.status}: ${JSON.stringify(bad)}`);
   }
   const calls = await shim.read();
+  // Where the time goes, stage by stage (as overhead.js reports it): the BullMQ jobs' own times.
+  const stages = await stageTimes(redisUrl, cluster, id, n).catch(() => null);
   const msBy = {};
   for (const call of calls) msBy[call.subcommand] = (msBy[call.subcommand] ?? 0) + call.ms;
   // Full checkouts made: warm-pool checkouts (under checkouts/) and per-stage worktrees (elsewhere).
@@ -91,6 +94,7 @@ async function runMission(cluster, workspace, n, label, shim) {
     gitMs: calls.reduce((sum, call) => sum + call.ms, 0),
     bySubcommand: countBy(calls, (c) => c.subcommand),
     msBySubcommand: msBy,
+    stages,
   };
 }
 
@@ -103,9 +107,9 @@ async function runPair(redis, kind, source, n, slots, shim, phases) {
     else await exec('mkdir', ['-p', workspace]);
     const out = {};
     // The first mission always runs (it makes the host warm); `--phases warm` just does not report it.
-    out.cold = await runMission(cluster, workspace, n, `${kind}-${n}-cold`, shim);
+    out.cold = await runMission(cluster, workspace, n, `${kind}-${n}-cold`, shim, redis.url);
     if (phases.includes('warm'))
-      out.warm = await runMission(cluster, workspace, n, `${kind}-${n}-warm`, shim);
+      out.warm = await runMission(cluster, workspace, n, `${kind}-${n}-warm`, shim, redis.url);
     if (!phases.includes('cold')) delete out.cold;
     return out;
   } finally {
@@ -157,6 +161,7 @@ export async function run(options, log = console.log) {
             `  ${kind.padEnd(9)} ${String(n).padStart(3)} tasks ${phase}: ${fmt(r.seconds, 1)} s, git ${fmt(r.gitCalls / n, 1)} processes and ${fmt(r.gitMs / n, 0)} ms per task; full checkouts: ${r.poolCheckouts} warm-pool, ${r.otherWorktrees} other worktrees`,
           );
           log(`      git per task: ${top(r.bySubcommand, n)}`);
+          if (r.stages) log(`      stage ms per task: ${Object.entries(r.stages).map(([k, v]) => `${k} ${fmt(v, 0)}`).join(", ")}`);
           log(`      git ms per task: ${top(r.msBySubcommand, n)}`);
         }
       }

@@ -270,7 +270,7 @@ async function runFlotilla(redis, { n, slots, critic }) {
 }
 
 /** Mean time per task in each stage and between stages, from the BullMQ jobs (kept by retention). */
-async function stageTimes(redisUrl, cluster, missionId, n) {
+export async function stageTimes(redisUrl, cluster, missionId, n) {
   // The store keeps its client to itself: a connection of the benchmark's own to the same Redis.
   const queues = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const { Job } = await import('bullmq');
