@@ -61,6 +61,11 @@ export function candidatePaths(
   return { files: [...files].sort(), dirs: [...dirs].sort() };
 }
 
+/** Every path git must look at: the candidates and where the index differs, each once. */
+export function pathsToLook(candidates: Candidates, indexDiff: readonly string[]): string[] {
+  return [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
+}
+
 /** A `git ls-tree -r -z` record: `<mode> <type> <oid>\t<path>`. */
 export interface TreeEntry {
   readonly mode: string;

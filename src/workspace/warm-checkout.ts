@@ -16,6 +16,7 @@ import {
   DISPATCH_FOLDERS,
   MONITORED_PATHS_LIMIT,
   parseLsTree,
+  pathsToLook,
   resetPlan,
   withFiles,
 } from './monitored-paths.js';
@@ -110,7 +111,7 @@ async function resetChanged(
     const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
     if (!candidates) return false;
     const indexDiff = await indexDiffers(dir, commit);
-    const lookup = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
+    const lookup = pathsToLook(candidates, indexDiff);
     if (lookup.length > MONITORED_PATHS_LIMIT) return false;
     const target =
       lookup.length === 0
@@ -226,7 +227,7 @@ export async function monitoredWorktree(dir: string): Promise<WorktreeState | nu
   );
   if (!candidates) return null;
   const indexDiff = await indexDiffers(dir, clean.commit);
-  const paths = [...new Set([...candidates.files, ...candidates.dirs, ...indexDiff])];
+  const paths = pathsToLook(candidates, indexDiff);
   if (paths.length === 0) return { head: clean.commit, changes: [], ignored: [] };
   return paths.length <= MONITORED_PATHS_LIMIT ? readWorktree(dir, paths) : null;
 }
