@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { type FileMonitor, fileMonitor } from '../shared/watchman.js';
 import {
   createOriginStatusReads,
+  git,
   type OriginStatus,
   type OriginStatusReads,
   repositoryTop,
@@ -140,18 +140,10 @@ async function monitoredChanges(
   return paths.filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`)).sort();
 }
 
-/** Which of `paths` git ignores in `root` (one `git check-ignore`; none when it fails). */
-function ignoredAmong(root: string, paths: readonly string[]): Promise<Set<string>> {
-  return new Promise((done) => {
-    const child = execFile(
-      'git',
-      ['-C', root, 'check-ignore', '-z', '--stdin'],
-      { maxBuffer: 16 * 1024 * 1024 },
-      (_error, stdout) => done(new Set(String(stdout).split('\0').filter(Boolean))),
-    );
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(`${paths.join('\0')}\0`);
-  });
+/** Which of `paths` git ignores in `root` (one `git check-ignore`, which exits 1 when none is). */
+async function ignoredAmong(root: string, paths: readonly string[]): Promise<Set<string>> {
+  const out = await git(root, ['check-ignore', '-z', '--stdin'], `${paths.join('\0')}\0`);
+  return new Set((out ?? '').split('\0').filter(Boolean));
 }
 
 /** True when `path` is `dir` or inside it. */

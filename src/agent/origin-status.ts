@@ -107,11 +107,11 @@ const GIT_TIMEOUT_MS = 60_000;
 
 /**
  * git's stdout, or null when it failed or is missing. The agent layer does not use the workspace's
- * git wrapper (the layers below stages do not import one another); these two read-only commands
+ * git wrapper (the layers below stages do not import one another); the guard's read-only commands
  * need only its environment rule: no inherited GIT_* variable (a GIT_DIR set inside a hook) may
  * point them at another repository. node's own execFile: execa's extra work cost a few ms a call.
  */
-function git(cwd: string, args: readonly string[]): Promise<string | null> {
+export function git(cwd: string, args: readonly string[], input = ''): Promise<string | null> {
   const env: Record<string, string> = { LC_ALL: 'C', GIT_OPTIONAL_LOCKS: '0' };
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith('GIT_')) env[key] ??= value;
@@ -123,6 +123,7 @@ function git(cwd: string, args: readonly string[]): Promise<string | null> {
       { env, encoding: 'utf8', maxBuffer: GIT_MAX_BUFFER, timeout: GIT_TIMEOUT_MS, killSignal: 'SIGKILL' },
       (error, stdout) => resolve(error ? null : stdout),
     );
-    child.stdin?.end();
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
   });
 }
