@@ -129,9 +129,9 @@ async function monitoredChanges(
   clock: string,
   exclude: readonly string[],
 ): Promise<string[]> {
-  const changes = await monitor.changedSince(root, clock);
+  const answer = await monitor.changedSince(root, clock);
   const dirs = exclude.map((dir) => resolve(dir));
-  const paths = (changes ?? [])
+  const paths = (answer?.changes ?? [])
     .filter((change) => change.type !== 'd' && change.name !== '')
     .map((change) => change.name)
     .filter((name) => !dirs.some((dir) => overlaps(join(root, name), dir)));

@@ -23,14 +23,23 @@ export interface MonitoredChange {
   readonly new: boolean;
 }
 
+export interface MonitoredChanges {
+  readonly changes: MonitoredChange[];
+  /** Watchman's clock when it answered: a change made after the question comes after it. */
+  readonly clock: string;
+}
+
 export interface FileMonitor {
   /**
    * A clock for `dir` now (watching `dir` first): every change made after this call, and perhaps
    * some made just before it, is changed since.
    */
   clock(dir: string, options?: { readonly settle?: boolean }): Promise<string | null>;
-  /** Every path under `dir` that changed after `clock`; null when Watchman cannot say. */
-  changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null>;
+  /**
+   * Every path under `dir` that changed after `clock`, and the clock of the answer (what changed
+   * after it is for the next question); null when Watchman cannot say.
+   */
+  changedSince(dir: string, clock: string): Promise<MonitoredChanges | null>;
   /** Stops watching `dir` (a discarded checkout). */
   forget(dir: string): Promise<void>;
   /**
@@ -41,8 +50,15 @@ export interface FileMonitor {
   close(): void;
 }
 
-/** How long one answer may take: a query waits for Watchman to have seen every earlier change. */
-const ANSWER_MS = 6_000;
+/**
+ * How long one answer may take: a query waits for Watchman to have seen every earlier change.
+ * Short, because the walk it saves costs well under a second even on a kernel tree: Watchman 4.9
+ * held answers for seconds while it crawled another new checkout (docs/BENCHMARKS.md §15).
+ */
+const ANSWER_MS = 2_000;
+
+/** How long stopping a watch may take: Watchman frees a big tree's state first. */
+const STOP_MS = 10_000;
 
 interface Pending {
   readonly resolve: (value: Record<string, unknown>) => void;
@@ -134,34 +150,59 @@ interface Watched {
   readonly connection: WatchmanConnection;
 }
 
+/** A suffix no file has: a query by it reads Watchman's suffix index, never the whole tree. */
+const NO_SUCH_SUFFIX = 'flotilla-no-such-suffix';
+
 /** How long a new checkout's first clock may wait for Watchman's crawl of it. */
 const SETTLE_MS = 60_000;
 
-/** How long Watchman may wait to have seen every change made before a command (its sync cookie). */
-const SYNC_MS = ANSWER_MS / 2;
+/** After this many answers in a row that did not come in time, a directory is left to the walks… */
+const TIMEOUTS_BEFORE_RESPITE = 3;
 
-/** After a failed answer, a directory is walked, not asked about, for this long. */
+/** …for this long. */
 const RESPITE_MS = 10 * 60_000;
 
 class WatchmanMonitor implements FileMonitor {
   private readonly watched = new Map<string, Promise<Watched>>();
-  /** Directories whose last answer failed, until when they are left to the walks. */
+  /** Directories whose answers kept timing out, until when they are left to the walks. */
   private readonly failedUntil = new Map<string, number>();
+  /** Answers in a row that timed out, by directory. */
+  private readonly timeouts = new Map<string, number>();
 
-  constructor(private readonly sockname: string) {}
+  constructor(
+    private readonly sockname: string,
+    private readonly answerMs = ANSWER_MS,
+  ) {}
 
   async clock(dir: string, options: { readonly settle?: boolean } = {}): Promise<string | null> {
     if (this.resting(dir)) return null;
     try {
-      const { root, connection } = await this.watch(dir);
+      const { root, relative, connection } = await this.watch(dir, options.settle);
       // No sync: a change made before this call but seen by Watchman after it counts as made
       // since the clock, so a caller looks at one path more, never at one too few; and a sync
       // costs a round trip through Watchman's threads, which a busy 2-core host makes slow.
       // `settle` (a new checkout) waits for Watchman's first crawl of it instead, which would
       // otherwise hold up the first query, and a busy host's other work, later.
-      const answer = options.settle
-        ? await connection.command(['clock', root, { sync_timeout: SETTLE_MS }], SETTLE_MS + ANSWER_MS)
-        : await connection.command(['clock', root]);
+      // A query that matches nothing, not the `clock` command: Watchman 4.9 held a `clock` for a
+      // checkout just reset for seconds on a busy host (3 s, or past the 6 s answer timeout while
+      // another checkout was crawled), while queries of the same checkout answered in
+      // milliseconds (docs/BENCHMARKS.md §15).
+      const settleMs = options.settle ? SETTLE_MS : 0;
+      const answer = await connection.command(
+        [
+          'query',
+          root,
+          {
+            suffix: [NO_SUCH_SUFFIX],
+            expression: ['false'],
+            fields: ['name'],
+            sync_timeout: settleMs,
+            ...(relative ? { relative_root: relative } : {}),
+          },
+        ],
+        settleMs + this.answerMs,
+      );
+      this.timeouts.delete(dir);
       return typeof answer.clock === 'string' ? answer.clock : null;
     } catch (error) {
       if (options.settle) await this.unwatch(dir);
@@ -170,24 +211,29 @@ class WatchmanMonitor implements FileMonitor {
     }
   }
 
-  async changedSince(dir: string, clock: string): Promise<MonitoredChange[] | null> {
+  async changedSince(dir: string, clock: string): Promise<MonitoredChanges | null> {
     if (this.resting(dir)) return null;
     try {
       const { root, relative, connection } = await this.watch(dir);
-      const answer = await connection.command([
-        'query',
-        root,
-        {
-          since: clock,
-          fields: ['name', 'exists', 'type', 'new'],
-          empty_on_fresh_instance: true,
-          sync_timeout: SYNC_MS,
-          ...(relative ? { relative_root: relative } : {}),
-        },
-      ]);
+      const answer = await connection.command(
+        [
+          'query',
+          root,
+          {
+            since: clock,
+            fields: ['name', 'exists', 'type', 'new'],
+            empty_on_fresh_instance: true,
+            sync_timeout: Math.floor(this.answerMs / 2),
+            ...(relative ? { relative_root: relative } : {}),
+          },
+        ],
+        this.answerMs,
+      );
+      this.timeouts.delete(dir);
       // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
       if (answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
-      return answer.files as MonitoredChange[];
+      if (typeof answer.clock !== 'string') return null;
+      return { changes: answer.files as MonitoredChange[], clock: answer.clock };
     } catch (error) {
       await this.failed(dir, error);
       return null;
@@ -203,12 +249,12 @@ class WatchmanMonitor implements FileMonitor {
     for (const dir of [...this.watched.keys()].filter(under)) this.drop(dir);
     const connection = new WatchmanConnection(this.sockname);
     try {
-      const answer = await connection.command(['watch-list']);
+      const answer = await connection.command(['watch-list'], STOP_MS);
       const roots = Array.isArray(answer.roots)
         ? answer.roots.filter((r): r is string => typeof r === 'string')
         : [];
       for (const root of roots.filter(under))
-        await connection.command(['watch-del', root]).catch(() => undefined);
+        await connection.command(['watch-del', root], STOP_MS).catch(() => undefined);
     } catch {
       // Nothing to stop watching, or no daemon: the deletion goes ahead either way.
     } finally {
@@ -225,14 +271,27 @@ class WatchmanMonitor implements FileMonitor {
   }
 
   /**
-   * A failed answer: a new watch next time. One that timed out also earns a respite, so a watch
-   * that cannot sync costs one wait, not one per run; any other (a restarted daemon that no longer
-   * knows the root, a closed connection) is mended by the new watch at once.
+   * A failed answer. One that did not come in time (a busy daemon) costs only this question: the
+   * connection goes (a late answer would be taken for the next one's) and the watch stays, so the
+   * checkout's clean record still holds. Timeouts in a row mean a watch that cannot sync (seen
+   * when a repository was deleted and cloned again at the same path): it is dropped, and the
+   * directory is left to the walks for a while, so it costs a few waits, not one per run. Any
+   * other failure (a restarted daemon that no longer knows the root, a closed connection) is
+   * mended by a new watch at once.
    */
   private async failed(dir: string, error: unknown): Promise<void> {
-    if (error instanceof Error && /sync_timeout|no answer/.test(error.message)) {
-      this.failedUntil.set(dir, Date.now() + RESPITE_MS);
+    if (!(error instanceof Error && /sync_timeout|no answer/.test(error.message))) {
+      await this.unwatch(dir);
+      return;
     }
+    const inARow = (this.timeouts.get(dir) ?? 0) + 1;
+    if (inARow < TIMEOUTS_BEFORE_RESPITE) {
+      this.timeouts.set(dir, inARow);
+      this.drop(dir);
+      return;
+    }
+    this.timeouts.delete(dir);
+    this.failedUntil.set(dir, Date.now() + RESPITE_MS);
     await this.unwatch(dir);
   }
 
@@ -247,7 +306,7 @@ class WatchmanMonitor implements FileMonitor {
     this.drop(dir);
     if (watched && !watched.relative) {
       const connection = new WatchmanConnection(this.sockname);
-      await connection.command(['watch-del', watched.root]).catch(() => undefined);
+      await connection.command(['watch-del', watched.root], STOP_MS).catch(() => undefined);
       connection.close();
     }
   }
@@ -262,21 +321,24 @@ class WatchmanMonitor implements FileMonitor {
     void watched?.then((w) => w.connection.close()).catch(() => undefined);
   }
 
-  private watch(dir: string): Promise<Watched> {
+  /** `settle`: a new checkout, whose first watch crawls it (seconds for a kernel tree, under load). */
+  private watch(dir: string, settle = false): Promise<Watched> {
     let watched = this.watched.get(dir);
     if (!watched) {
       const connection = new WatchmanConnection(this.sockname);
-      watched = connection.command(['watch-project', dir]).then(
-        (answer) => {
-          if (typeof answer.watch !== 'string') throw new Error(`watchman: cannot watch ${dir}`);
-          const relative = typeof answer.relative_path === 'string' ? answer.relative_path : undefined;
-          return { root: answer.watch, connection, ...(relative ? { relative } : {}) };
-        },
-        (error: unknown) => {
-          connection.close();
-          throw error;
-        },
-      );
+      watched = connection
+        .command(['watch-project', dir], settle ? SETTLE_MS + this.answerMs : this.answerMs)
+        .then(
+          (answer) => {
+            if (typeof answer.watch !== 'string') throw new Error(`watchman: cannot watch ${dir}`);
+            const relative = typeof answer.relative_path === 'string' ? answer.relative_path : undefined;
+            return { root: answer.watch, connection, ...(relative ? { relative } : {}) };
+          },
+          (error: unknown) => {
+            connection.close();
+            throw error;
+          },
+        );
       this.watched.set(dir, watched);
     }
     return watched;
@@ -318,8 +380,9 @@ export function fileMonitor(): Promise<FileMonitor | null> {
 }
 
 /** A monitor on a given socket (tests, and hosts told where the daemon is). */
-export function watchmanMonitor(sockname: string): FileMonitor {
-  return new WatchmanMonitor(sockname);
+/** `answerMs`: how long an answer may take (tests shorten it). */
+export function watchmanMonitor(sockname: string, answerMs?: number): FileMonitor {
+  return new WatchmanMonitor(sockname, answerMs);
 }
 
 /** Forgets the shared monitor (tests that change FLOTILLA_WATCHMAN between cases). */

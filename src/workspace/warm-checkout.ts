@@ -4,7 +4,7 @@
  * excepted), then run setup when its inputs changed. A checkout whose reset fails is discarded and
  * another one is taken, so nothing an earlier attempt wrote is ever seen by a later one.
  */
-import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor } from '../shared/watchman.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
@@ -44,11 +44,61 @@ export async function resetCheckout(
   commit: string,
   keep: readonly string[],
   clean?: CheckoutState['clean'],
-): Promise<'changed-paths' | 'whole-tree'> {
-  if (clean && (await resetChanged(dir, commit, keep, clean))) return 'changed-paths';
+): Promise<ResetOutcome> {
+  const clock = clean ? await resetChanged(dir, commit, keep, clean) : null;
+  if (clock) return { how: 'changed-paths', clock };
+  // With a monitor the dispatch folders stay (emptied), as in resetChanged(): Watchman 4.9 answers
+  // the deletion of a folder with a crawl of the folder above it, the whole tree for `.planning`.
+  const holding = (await fileMonitor()) !== null && (await holdDispatchFolders(dir));
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
-  await cleanCheckout(dir, keep);
-  return 'whole-tree';
+  await cleanCheckout(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
+  if (holding) await emptyDispatchFolders(dir);
+  return { how: 'whole-tree' };
+}
+
+/** An untracked file that keeps the dispatch folders from going with their last tracked file. */
+const FOLDER_HOLDER = `${DISPATCH_FOLDERS.at(-1)}/.flotilla-hold`;
+
+/**
+ * Makes the dispatch folders (real folders, never through a link) and puts FOLDER_HOLDER in the
+ * deepest, so a checkout that removes the archived PROMPT and RESULT files keeps the folders.
+ * False, and nothing made, when something else stands at one of their names.
+ */
+async function holdDispatchFolders(dir: string): Promise<boolean> {
+  for (const folder of DISPATCH_FOLDERS) {
+    const info = await lstat(join(dir, folder)).catch(() => null);
+    if (info && !info.isDirectory()) return false;
+  }
+  try {
+    await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true });
+    await writeFile(join(dir, FOLDER_HOLDER), '');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Everything in the dispatch folders goes (FOLDER_HOLDER too), the folders themselves stay. */
+async function emptyDispatchFolders(dir: string): Promise<void> {
+  const folders = new Set(DISPATCH_FOLDERS);
+  for (const folder of DISPATCH_FOLDERS.slice(1)) {
+    const info = await lstat(join(dir, folder)).catch(() => null);
+    if (!info?.isDirectory()) continue;
+    for (const name of await readdir(join(dir, folder))) {
+      const path = `${folder}/${name}`;
+      if (!folders.has(path)) await rm(join(dir, path), { recursive: true, force: true });
+    }
+  }
+}
+
+export interface ResetOutcome {
+  readonly how: 'changed-paths' | 'whole-tree';
+  /**
+   * After a reset by the monitor's changed paths: the monitor's clock from before the reset's
+   * own writes, the checkout's new clean record (they count as changed since, which costs a
+   * path more to look at, never one too few).
+   */
+  readonly clock?: string;
 }
 
 /**
@@ -61,13 +111,13 @@ async function changedSinceClean(
   clean: NonNullable<CheckoutState['clean']>,
   keep: readonly string[],
   commits: readonly string[],
-): Promise<Candidates | null> {
+): Promise<(Candidates & { readonly clock: string }) | null> {
   const monitor = await fileMonitor();
-  const changes = monitor ? await monitor.changedSince(dir, clean.clock) : null;
-  const candidates = changes ? candidatePaths(changes, keep) : null;
-  if (!candidates) return null;
+  const answer = monitor ? await monitor.changedSince(dir, clean.clock) : null;
+  const candidates = answer ? candidatePaths(answer.changes, keep) : null;
+  if (!answer || !candidates) return null;
   const ancestors = ancestorsOf(candidates);
-  if (ancestors.length === 0) return candidates;
+  if (ancestors.length === 0) return { ...candidates, clock: answer.clock };
   if (ancestors.some((path) => path.includes('\n'))) return null;
   const queries = commits.flatMap((commit) => ancestors.map((path) => `${commit}:${path}`));
   const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
@@ -80,7 +130,7 @@ async function changedSinceClean(
       types[i] !== 'tree' && !types[i]?.endsWith(' missing') ? ancestors[i % ancestors.length] : '',
     )
     .filter((path): path is string => Boolean(path));
-  return withFiles(candidates, files);
+  return { ...withFiles(candidates, files), clock: answer.clock };
 }
 
 /** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
@@ -96,23 +146,24 @@ async function indexDiffers(dir: string, commit: string): Promise<string[]> {
  * The reset by what changed: every changed path, and every path where the index differs from
  * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
  * was when clean, at a commit whose differences from `commit` the index diff lists. Four git
- * processes whose work follows the change, against two walks of the whole tree. False (and the
- * caller walks) when the monitor cannot say, or anything fails half-way.
+ * processes whose work follows the change, against two walks of the whole tree. The monitor's clock
+ * from before the reset's writes (the new clean record); null (and the caller walks) when the
+ * monitor cannot say, or anything fails half-way.
  */
 async function resetChanged(
   dir: string,
   commit: string,
   keep: readonly string[],
   clean: NonNullable<CheckoutState['clean']>,
-): Promise<boolean> {
+): Promise<string | null> {
   try {
     // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
-    if (await exists(join(await gitDirOf(dir), 'index.lock'))) return false;
+    if (await exists(join(await gitDirOf(dir), 'index.lock'))) return null;
     const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
-    if (!candidates) return false;
+    if (!candidates) return null;
     const indexDiff = await indexDiffers(dir, commit);
     const lookup = pathsToLook(candidates, indexDiff);
-    if (lookup.length > MONITORED_PATHS_LIMIT) return false;
+    if (lookup.length > MONITORED_PATHS_LIMIT) return null;
     const target =
       lookup.length === 0
         ? []
@@ -144,9 +195,9 @@ async function resetChanged(
       );
     }
     await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
-    return true;
+    return candidates.clock;
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -178,6 +229,12 @@ async function cleanMark(
     await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
   const clock = monitor ? await monitor.clock(dir, options) : null;
   return clock ? { clean: { clock, commit } } : {};
+}
+
+/** cleanMark() with a clock the caller has (a monitored reset's): the dispatch folders, no question. */
+async function cleanAt(dir: string, commit: string, clock: string): Promise<Pick<CheckoutState, 'clean'>> {
+  await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
+  return { clean: { clock, commit } };
 }
 
 /** The checkout's own git folder (a worktree's `.git` file names it); read without git. */
@@ -310,11 +367,11 @@ export async function leaseCheckout(
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
       const clean = sameSetup || !state.setup ? state.clean : undefined;
-      await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : [], clean);
+      const reset = await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : [], clean);
       // What the last run left is gone with the reset; setup's record stays only for the same setup.
       await writeCheckoutState(stateFile(lease), {
         ...(sameSetup && state.setup ? { setup: state.setup } : {}),
-        ...(await cleanMark(lease.dir, commit)),
+        ...(reset.clock ? await cleanAt(lease.dir, commit, reset.clock) : await cleanMark(lease.dir, commit)),
       });
       return lease;
     } catch (error) {

@@ -4,7 +4,7 @@
  * answers: after every kind of change an agent can make, the reset leaves exactly a fresh checkout
  * of the target, and the listing equals `git status` of the whole tree.
  */
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -129,7 +129,7 @@ async function leasedAtBase() {
   const lease = await leaseCheckout(pool, base, SETUP);
   await ensureSetup({ lease, commit: base, setup: SETUP, runCommand: bash });
   const state = await readCheckoutState(`${lease.dir}.json`);
-  return { lease, base, target, state, keep: state.setup?.keep ?? [] };
+  return { lease, pool, base, target, state, keep: state.setup?.keep ?? [] };
 }
 
 describe('a warm checkout with a file-system monitor', () => {
@@ -150,7 +150,7 @@ describe('a warm checkout with a file-system monitor', () => {
     const { lease, target, state, keep } = await leasedAtBase();
     await changeEverything(lease.dir);
 
-    expect(await resetCheckout(lease.dir, target, keep, state.clean)).toBe('changed-paths');
+    expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('changed-paths');
     expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(target);
     expect(await git(lease.dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
     // Nothing differs from the target; git ignores setup's folder, which stays as setup left it and the attempt changed it.
@@ -165,12 +165,23 @@ describe('a warm checkout with a file-system monitor', () => {
     await lease.release();
     const { dir } = lease;
     const state = await readCheckoutState(`${dir}.json`);
-    expect(await resetCheckout(dir, target, state.setup?.keep ?? [], state.clean)).toBe('changed-paths');
+    expect((await resetCheckout(dir, target, state.setup?.keep ?? [], state.clean)).how).toBe(
+      'changed-paths',
+    );
     expect(await wholeStatus(dir)).toBe('!! node_modules/');
     await writeFile(join(dir, 't-new.txt'), 'changed again\n');
     await write(dir, 'later.txt', 'a later attempt’s file\n');
     expect(
-      await resetCheckout(dir, base, state.setup?.keep ?? [], (await readCheckoutState(`${dir}.json`)).clean),
+      (
+        await resetCheckout(
+          dir,
+          base,
+          state.setup?.keep ?? [],
+          (
+            await readCheckoutState(`${dir}.json`)
+          ).clean,
+        )
+      ).how,
     ).toBe('changed-paths');
     expect(await git(dir, 'rev-parse', 'HEAD')).toBe(base);
     expect(await wholeStatus(dir)).toBe('!! node_modules/');
@@ -189,6 +200,32 @@ async function withMonitorSetting(setting: string, body: () => Promise<void>): P
     resetFileMonitor();
   }
 }
+
+describe('a warm checkout leased again and again', () => {
+  it('records each monitored reset’s own clock as clean, and the next attempt’s listing and reset by it are exact', async () => {
+    const { lease: first, pool, base, target, state } = await leasedAtBase();
+    const dir = first.dir;
+    let clock = state.clean?.clock;
+    let lease = first;
+    for (const [round, commit] of [target, base, target].entries()) {
+      await changeEverything(lease.dir);
+      await lease.release();
+      lease = await leaseCheckout(pool, commit, SETUP);
+      expect(lease.dir).toBe(dir);
+      const record = (await readCheckoutState(`${dir}.json`)).clean;
+      expect(record?.commit).toBe(commit);
+      // A new clock each time, from the reset's own question: no `clock` command after it.
+      expect(record?.clock).not.toBe(clock);
+      clock = record?.clock;
+      expect(await wholeStatus(dir), `round ${round}`).toBe('!! node_modules/');
+      await write(dir, `round-${round}.txt`, 'this attempt’s work\n');
+      const monitored = await readLeasedWorktree(dir);
+      expect(sorted(monitored)).toEqual(sorted(await readWorktree(dir)));
+      expect(monitored.changes.map((c) => c.path)).toContain(`round-${round}.txt`);
+    }
+    await lease.release();
+  });
+});
 
 describe('stopping watching before a delete', () => {
   it('forgets every watched checkout below a folder (a pruned cache), and only those', async () => {
@@ -218,10 +255,43 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
       await own.restart();
       expect(await monitoredWorktree(lease.dir)).toBeNull();
       expect(sorted(await readLeasedWorktree(lease.dir))).toEqual(sorted(await readWorktree(lease.dir)));
-      expect(await resetCheckout(lease.dir, target, keep, state.clean)).toBe('whole-tree');
+      expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('whole-tree');
       expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
       await lease.release();
     }).finally(() => own.stop());
+  });
+
+  it('keeps flotilla’s dispatch folders through a walked reset, emptied (Watchman 4.9 crawls the tree again for a deleted folder)', async () => {
+    const { lease, target, keep } = await leasedAtBase();
+    const dir = lease.dir;
+    // An attempt's published commit tracks its archived dispatch files; the next target has none.
+    await write(dir, '.planning/dispatch/archive/20261201-t1-PROMPT.md', 'prompt\n');
+    await git(dir, 'add', '--force', '.planning');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'attempt with its dispatch files');
+    await write(dir, '.planning/dispatch/RESULT-t2.md', 'an untracked result\n');
+    await write(dir, '.planning/dispatch/scratch/note.txt', 'an agent’s folder in there\n');
+    await write(dir, '.planning/notes.md', 'the agent’s own untracked planning file\n');
+    const before = (await lstat(join(dir, '.planning'))).ino;
+    expect((await resetCheckout(dir, target, keep, undefined)).how).toBe('whole-tree');
+    expect(await wholeStatus(dir)).toBe('!! node_modules/');
+    expect((await lstat(join(dir, '.planning'))).ino).toBe(before);
+    expect(await readdir(join(dir, '.planning'))).toEqual(['dispatch']);
+    expect(await readdir(join(dir, '.planning/dispatch'))).toEqual(['archive']);
+    expect(await readdir(join(dir, '.planning/dispatch/archive'))).toEqual([]);
+    await lease.release();
+  });
+
+  it('never follows a link standing where a dispatch folder would be: the walk removes the link alone', async () => {
+    const { lease, target, keep } = await leasedAtBase();
+    const outside = scratch('outside');
+    await write(outside, 'precious.txt', 'not the checkout’s\n');
+    await rm(join(lease.dir, '.planning/dispatch'), { recursive: true, force: true });
+    await mkdir(join(lease.dir, '.planning'), { recursive: true });
+    await symlink(outside, join(lease.dir, '.planning/dispatch'));
+    expect((await resetCheckout(lease.dir, target, keep, undefined)).how).toBe('whole-tree');
+    expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+    expect(await readdir(outside)).toEqual(['precious.txt']);
+    await lease.release();
   });
 
   it('walks when Watchman is turned off', async () => {
@@ -230,7 +300,7 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
       const { lease, target, state, keep } = await leasedAtBase();
       expect(state.clean).toBeUndefined();
       await changeEverything(lease.dir);
-      expect(await resetCheckout(lease.dir, target, keep, state.clean)).toBe('whole-tree');
+      expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('whole-tree');
       expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
       await lease.release();
     });
