@@ -101,7 +101,7 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     timeoutMs: input.timeoutMs,
     signal: input.signal,
     ...(input.groups ? { groups: input.groups } : {}),
-    guardOrigin: { exclude: input.flotillaDirs ?? [] },
+    guardOrigin: { exclude: input.flotillaDirs ?? [], own: [paths.promptPath, paths.resultPath] },
     ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
   });
   const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;

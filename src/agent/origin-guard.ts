@@ -1,5 +1,5 @@
-import { realpath } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { type FileMonitor, fileMonitor } from '../shared/watchman.js';
 import {
@@ -87,9 +87,15 @@ export async function watchOrigin(
     readonly dir: string;
     readonly exclude: readonly string[];
     readonly writable: readonly string[] | null;
+    /**
+     * The run's own files (its prompt and result), relative to `dir`: where an escaped run would
+     * write them. Given, a repository too big to walk is watched at those places alone.
+     */
+    readonly own?: readonly string[];
   },
   reads: OriginStatusReads = originReads,
   monitor: FileMonitor | null | undefined = undefined,
+  walkedIndexBytes = WALKED_INDEX_BYTES,
 ): Promise<OriginWatch | null> {
   const root = await repositoryTop(input.dir);
   if (root === null) return null;
@@ -104,6 +110,18 @@ export async function watchOrigin(
   const clock = watcher ? await watcher.clock(root) : null;
   if (watcher && clock) {
     return { root, changes: () => monitoredChanges(watcher, root, clock, input.exclude) };
+  }
+  if (input.own && (await indexBytes(root)) > walkedIndexBytes) {
+    const places = placesToLook(root, input.dir, input.own);
+    const before = await listPlaces(root, places);
+    return {
+      root,
+      changes: async () => {
+        const changed = diffPlaces(before, await listPlaces(root, places));
+        const dirs = input.exclude.map((dir) => resolve(dir));
+        return changed.filter((path) => !dirs.some((dir) => overlaps(join(root, path), dir)));
+      },
+    };
   }
   const status = await reads.before(root);
   if (status === null) return null;
@@ -138,6 +156,72 @@ async function monitoredChanges(
   if (paths.length === 0) return [];
   const ignored = await ignoredAmong(root, paths);
   return paths.filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`)).sort();
+}
+
+/**
+ * Above this index size (about 10,000 files) the guard walks the repository only with a monitor.
+ * Without one it looks where this run's own files would land, which is what proves an escape: a
+ * walk there would cost each attempt seconds of git on an 80,000-file tree, the user's own repository
+ * being the usual place flotilla is started from (docs/BENCHMARKS.md §15). Someone else's edits
+ * elsewhere in it then go unreported (the `origin-changed` warning).
+ */
+export const WALKED_INDEX_BYTES = 1024 * 1024;
+
+const indexFiles = new Map<string, Promise<string | null>>();
+
+/** The size of `root`'s index file (its git dir asked of git once per process); 0 when unknown. */
+async function indexBytes(root: string): Promise<number> {
+  let file = indexFiles.get(root);
+  if (!file) {
+    file = git(root, ['rev-parse', '--path-format=absolute', '--git-path', 'index']).then(
+      (out) => out?.trim() || null,
+    );
+    indexFiles.set(root, file);
+  }
+  const path = await file;
+  return path ? ((await stat(path).catch(() => null))?.size ?? 0) : 0;
+}
+
+/**
+ * The folders, relative to `root`, where an escaped run's own files would land: those of its
+ * prompt and result (relative to the directory it escaped to, `dir`), and the dispatch folder at
+ * the top. Only folders inside the repository count.
+ */
+export function placesToLook(root: string, dir: string, own: readonly string[]): string[] {
+  const folders = [
+    ...own.map((path) => dirname(resolve(dir, path))),
+    resolve(dir, DISPATCH_DIR),
+    resolve(root, DISPATCH_DIR),
+  ];
+  return [...new Set(folders.map((folder) => relative(root, folder)))]
+    .filter((rel) => !rel.startsWith('..') && !isAbsolute(rel))
+    .sort();
+}
+
+/** Each file directly in one of `places`, root-relative, with its size and modification time. */
+async function listPlaces(root: string, places: readonly string[]): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const place of places) {
+    const entries = await readdir(join(root, place), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      if (entry.isDirectory()) continue;
+      const path = place === '' ? entry.name : `${place}/${entry.name}`;
+      const info = await lstat(join(root, path)).catch(() => null);
+      if (info) files.set(path, `${info.size}:${info.mtimeMs}`);
+    }
+  }
+  return files;
+}
+
+/** The paths that appeared, vanished or changed between two listings, sorted. */
+export function diffPlaces(
+  before: ReadonlyMap<string, string>,
+  after: ReadonlyMap<string, string>,
+): string[] {
+  const changed = new Set<string>();
+  for (const [path, stamp] of after) if (before.get(path) !== stamp) changed.add(path);
+  for (const path of before.keys()) if (!after.has(path)) changed.add(path);
+  return [...changed].sort();
 }
 
 /** Which of `paths` git ignores in `root` (one `git check-ignore`, which exits 1 when none is). */

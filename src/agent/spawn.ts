@@ -22,7 +22,12 @@ export interface SpawnInput {
    * after the run (origin-guard.ts; skipped under a sandbox that cannot write there); `exclude`
    * lists directories flotilla itself writes to (the child's cwd is always excluded).
    */
-  readonly guardOrigin?: { readonly dir?: string; readonly exclude: readonly string[] };
+  readonly guardOrigin?: {
+    readonly dir?: string;
+    readonly exclude: readonly string[];
+    /** The run's own files (prompt, result), relative to its cwd: what an escape would write. */
+    readonly own?: readonly string[];
+  };
   /** Run under bubblewrap, with only the cwd, /tmp and these paths writable. */
   readonly sandbox?: { readonly bwrap: string; readonly writable: readonly string[] };
 }
@@ -52,7 +57,12 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const originDir = guard?.dir ?? process.cwd();
   const exclude = [input.cwd, ...(guard?.exclude ?? [])];
   const watch = guard
-    ? await watchOrigin({ dir: originDir, exclude, writable: input.sandbox?.writable ?? null })
+    ? await watchOrigin({
+        dir: originDir,
+        exclude,
+        writable: input.sandbox?.writable ?? null,
+        ...(guard.own ? { own: guard.own } : {}),
+      })
     : null;
   const started = Date.now();
   const { command, args } = input.sandbox

@@ -3,7 +3,14 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diffOrigin, originGuardNeeded, snapshotWithout, watchOrigin } from '../../src/agent/origin-guard.js';
+import {
+  diffOrigin,
+  diffPlaces,
+  originGuardNeeded,
+  placesToLook,
+  snapshotWithout,
+  watchOrigin,
+} from '../../src/agent/origin-guard.js';
 import {
   createOriginStatusReads,
   type OriginStatus,
@@ -146,6 +153,49 @@ describe('foldersToList', () => {
   });
 });
 
+describe('placesToLook', () => {
+  it.each([
+    [
+      'started at the top',
+      '/r',
+      ['.planning/dispatch/t1-a1-PROMPT.md', '.planning/dispatch/t1-a1-RESULT.md'],
+      ['.planning/dispatch'],
+    ],
+    [
+      'a result file elsewhere',
+      '/r',
+      ['.planning/dispatch/t1-a1-PROMPT.md', 'out/t1-a1.json'],
+      ['.planning/dispatch', 'out'],
+    ],
+    ['a result at the top', '/r', ['RESULT.md'], ['', '.planning/dispatch']],
+    [
+      'started in a subfolder',
+      '/r/pkg',
+      ['.planning/dispatch/t1-a1-PROMPT.md'],
+      ['.planning/dispatch', 'pkg/.planning/dispatch'],
+    ],
+    ['a result outside the repository', '/r', ['../elsewhere/R.md'], ['.planning/dispatch']],
+  ])('%s', (_, dir, own, places) => {
+    expect(placesToLook('/r', dir, own)).toEqual(places);
+  });
+});
+
+describe('diffPlaces', () => {
+  it('lists what appeared, vanished or changed', () => {
+    const before = new Map([
+      ['a', '1:1'],
+      ['b', '1:1'],
+      ['c', '1:1'],
+    ]);
+    const after = new Map([
+      ['a', '1:1'],
+      ['b', '2:5'],
+      ['d', '1:1'],
+    ]);
+    expect(diffPlaces(before, after)).toEqual(['b', 'c', 'd']);
+  });
+});
+
 describe('shared status reads', () => {
   /** A status reader whose reads finish when the test says, counting them. */
   function fakeReader() {
@@ -270,6 +320,35 @@ describe('watchOrigin', () => {
     await writeFile(join(repo, '.planning', 'dispatch', 't1-a1-RESULT.md'), 'escaped\n');
     expect(await watch?.changes(reads.mark())).toEqual(['.planning/dispatch/t1-a1-RESULT.md', 'edited.txt']);
     expect(taken()).toBe(0);
+  });
+
+  it('on a repository too big to walk, looks only where the run’s own files would land: no status at all', async () => {
+    const big = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-big-origin-')));
+    try {
+      execFileSync('git', ['init', '-q', big]);
+      await writeFile(join(big, 'a.txt'), 'a\n');
+      execFileSync('git', ['-C', big, 'add', 'a.txt']);
+      const own = ['.planning/dispatch/t1-a1-PROMPT.md', 'out/t1-a1-RESULT.md'];
+      const { reads, taken } = scripted();
+      // An index over 0 bytes counts as too big here; the real bound is WALKED_INDEX_BYTES.
+      const watch = await watchOrigin({ dir: big, exclude: [], writable: null, own }, reads, null, 0);
+      await writeFile(join(big, 'a.txt'), 'someone’s edit, not looked at\n');
+      await mkdir(join(big, '.planning', 'dispatch'), { recursive: true });
+      await writeFile(join(big, '.planning', 'dispatch', 't1-a1-RESULT.md'), 'escaped\n');
+      await mkdir(join(big, 'out'));
+      await writeFile(join(big, 'out', 't1-a1-RESULT.md'), 'escaped too\n');
+      expect(await watch?.changes(reads.mark())).toEqual([
+        '.planning/dispatch/t1-a1-RESULT.md',
+        'out/t1-a1-RESULT.md',
+      ]);
+      expect(taken()).toBe(0);
+      // The same repository under the bound: the walk, as for any repository.
+      const walked = scripted();
+      await watchOrigin({ dir: big, exclude: [], writable: null, own }, walked.reads, null);
+      expect(walked.taken()).toBe(1);
+    } finally {
+      await rm(big, { recursive: true, force: true });
+    }
   });
 
   it('reads nothing under a sandbox that cannot write into the repository', async () => {
