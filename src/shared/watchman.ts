@@ -6,7 +6,8 @@
  * walking trees of tens of thousands of files (docs/ARCHITECTURE.md, "A file-system monitor").
  *
  * Opt-in (`FLOTILLA_WATCHMAN=on`, or a socket path): on the 2-core benchmark machine it cuts a
- * task's git time on an 80,000-file tree 4–5× but not its wall time (docs/BENCHMARKS.md §14).
+ * task's git time on an 80,000-file tree 4–5× but not its wall time: Watchman 4.9 holds answers
+ * for seconds while it crawls (docs/BENCHMARKS.md §14, §15).
  * Whenever it cannot answer (restarted, recrawled, out of inotify watches, slow) every caller
  * walks the tree, as without it.
  */
