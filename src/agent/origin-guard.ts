@@ -24,25 +24,24 @@ export type OriginSnapshot = OriginStatus;
  * flotilla's home): flotilla writes there itself.
  */
 export function snapshotWithout(status: OriginStatus, exclude: readonly string[]): OriginSnapshot {
+  const kept = new Set(excluding(status.root, [...status.entries.keys()], exclude, (line) => line.slice(3)));
+  return { root: status.root, entries: new Map([...status.entries].filter(([line]) => kept.has(line))) };
+}
+
+/** `items` (repository paths, or what `pathOf` reads one from) not at or above an `exclude` directory. */
+function excluding<T>(
+  root: string,
+  items: readonly T[],
+  exclude: readonly string[],
+  pathOf: (item: T) => string,
+): T[] {
   const dirs = exclude.map((dir) => resolve(dir));
-  const entries = new Map<string, number>();
-  for (const [line, mtime] of status.entries) {
-    const path = join(status.root, line.slice(3));
-    if (!dirs.some((dir) => overlaps(path, dir))) entries.set(line, mtime);
-  }
-  return { root: status.root, entries };
+  return items.filter((item) => !dirs.some((dir) => overlaps(join(root, pathOf(item)), dir)));
 }
 
 /** The porcelain entries that appeared, vanished or whose file changed between two snapshots. */
 export function diffOrigin(before: OriginSnapshot, after: OriginSnapshot): string[] {
-  const changed: string[] = [];
-  for (const [entry, mtime] of after.entries) {
-    if (before.entries.get(entry) !== mtime) changed.push(entry.slice(3));
-  }
-  for (const entry of before.entries.keys()) {
-    if (!after.entries.has(entry)) changed.push(entry.slice(3));
-  }
-  return [...new Set(changed)].sort();
+  return [...new Set(diffPlaces(before.entries, after.entries).map((entry) => entry.slice(3)))].sort();
 }
 
 /**
@@ -116,11 +115,8 @@ export async function watchOrigin(
     const before = await listPlaces(root, places);
     return {
       root,
-      changes: async () => {
-        const changed = diffPlaces(before, await listPlaces(root, places));
-        const dirs = input.exclude.map((dir) => resolve(dir));
-        return changed.filter((path) => !dirs.some((dir) => overlaps(join(root, path), dir)));
-      },
+      changes: async () =>
+        excluding(root, diffPlaces(before, await listPlaces(root, places)), input.exclude, (path) => path),
     };
   }
   const status = await reads.before(root);
@@ -148,11 +144,10 @@ async function monitoredChanges(
   exclude: readonly string[],
 ): Promise<string[]> {
   const answer = await monitor.changedSince(root, clock);
-  const dirs = exclude.map((dir) => resolve(dir));
-  const paths = (answer?.changes ?? [])
+  const names = (answer?.changes ?? [])
     .filter((change) => change.type !== 'd' && change.name !== '')
-    .map((change) => change.name)
-    .filter((name) => !dirs.some((dir) => overlaps(join(root, name), dir)));
+    .map((change) => change.name);
+  const paths = excluding(root, names, exclude, (name) => name);
   if (paths.length === 0) return [];
   const ignored = await ignoredAmong(root, paths);
   return paths.filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`)).sort();
@@ -213,11 +208,8 @@ async function listPlaces(root: string, places: readonly string[]): Promise<Map<
   return files;
 }
 
-/** The paths that appeared, vanished or changed between two listings, sorted. */
-export function diffPlaces(
-  before: ReadonlyMap<string, string>,
-  after: ReadonlyMap<string, string>,
-): string[] {
+/** The keys that appeared, vanished or whose stamp changed between two listings, sorted. */
+export function diffPlaces<V>(before: ReadonlyMap<string, V>, after: ReadonlyMap<string, V>): string[] {
   const changed = new Set<string>();
   for (const [path, stamp] of after) if (before.get(path) !== stamp) changed.add(path);
   for (const path of before.keys()) if (!after.has(path)) changed.add(path);

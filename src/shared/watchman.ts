@@ -175,68 +175,52 @@ class WatchmanMonitor implements FileMonitor {
     private readonly answerMs = ANSWER_MS,
   ) {}
 
+  /**
+   * A query that matches nothing, for its clock. No sync: a change made before this call but seen
+   * by Watchman after it counts as made since the clock, so a caller looks at one path more, never
+   * at one too few. `settle` (a new checkout) waits for Watchman's first crawl of it instead,
+   * which would otherwise hold up the first query later. Not the `clock` command: Watchman 4.9
+   * held a `clock` for a checkout just reset for seconds on a busy host, while queries of the
+   * same checkout answered in milliseconds (docs/BENCHMARKS.md §15).
+   */
   async clock(dir: string, options: { readonly settle?: boolean } = {}): Promise<string | null> {
-    if (this.resting(dir)) return null;
-    try {
-      const { root, relative, connection } = await this.watch(dir, options.settle);
-      // No sync: a change made before this call but seen by Watchman after it counts as made
-      // since the clock, so a caller looks at one path more, never at one too few; and a sync
-      // costs a round trip through Watchman's threads, which a busy 2-core host makes slow.
-      // `settle` (a new checkout) waits for Watchman's first crawl of it instead, which would
-      // otherwise hold up the first query, and a busy host's other work, later.
-      // A query that matches nothing, not the `clock` command: Watchman 4.9 held a `clock` for a
-      // checkout just reset for seconds on a busy host (3 s, or past the 6 s answer timeout while
-      // another checkout was crawled), while queries of the same checkout answered in
-      // milliseconds (docs/BENCHMARKS.md §15).
-      const settleMs = options.settle ? SETTLE_MS : 0;
-      const answer = await connection.command(
-        [
-          'query',
-          root,
-          {
-            suffix: [NO_SUCH_SUFFIX],
-            expression: ['false'],
-            fields: ['name'],
-            sync_timeout: settleMs,
-            ...(relative ? { relative_root: relative } : {}),
-          },
-        ],
-        settleMs + this.answerMs,
-      );
-      this.timeouts.delete(dir);
-      return typeof answer.clock === 'string' ? answer.clock : null;
-    } catch (error) {
-      if (options.settle) await this.unwatch(dir);
-      else await this.failed(dir, error);
-      return null;
-    }
+    const settle = options.settle ?? false;
+    const spec = { suffix: [NO_SUCH_SUFFIX], expression: ['false'], fields: ['name'] };
+    const answer = await this.query(dir, spec, settle ? SETTLE_MS : 0, settle);
+    return typeof answer?.clock === 'string' ? answer.clock : null;
   }
 
   async changedSince(dir: string, clock: string): Promise<MonitoredChanges | null> {
+    const spec = { since: clock, fields: ['name', 'exists', 'type', 'new'], empty_on_fresh_instance: true };
+    const answer = await this.query(dir, spec, Math.floor(this.answerMs / 2));
+    // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
+    if (!answer || answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
+    if (typeof answer.clock !== 'string') return null;
+    return { changes: answer.files as MonitoredChange[], clock: answer.clock };
+  }
+
+  /**
+   * One query of `dir`'s watch (made first); null when it failed or `dir` is resting. A failure
+   * of a new checkout's first (`settle`) query drops its watch; any other goes to failed().
+   */
+  private async query(
+    dir: string,
+    spec: Record<string, unknown>,
+    syncMs: number,
+    settle = false,
+  ): Promise<Record<string, unknown> | null> {
     if (this.resting(dir)) return null;
     try {
-      const { root, relative, connection } = await this.watch(dir);
+      const { root, relative, connection } = await this.watch(dir, settle);
       const answer = await connection.command(
-        [
-          'query',
-          root,
-          {
-            since: clock,
-            fields: ['name', 'exists', 'type', 'new'],
-            empty_on_fresh_instance: true,
-            sync_timeout: Math.floor(this.answerMs / 2),
-            ...(relative ? { relative_root: relative } : {}),
-          },
-        ],
-        this.answerMs,
+        ['query', root, { ...spec, sync_timeout: syncMs, ...(relative ? { relative_root: relative } : {}) }],
+        settle ? SETTLE_MS + this.answerMs : this.answerMs,
       );
       this.timeouts.delete(dir);
-      // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
-      if (answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
-      if (typeof answer.clock !== 'string') return null;
-      return { changes: answer.files as MonitoredChange[], clock: answer.clock };
+      return answer;
     } catch (error) {
-      await this.failed(dir, error);
+      if (settle) await this.unwatch(dir);
+      else await this.failed(dir, error);
       return null;
     }
   }
@@ -380,8 +364,7 @@ export function fileMonitor(): Promise<FileMonitor | null> {
   return shared;
 }
 
-/** A monitor on a given socket (tests, and hosts told where the daemon is). */
-/** `answerMs`: how long an answer may take (tests shorten it). */
+/** A monitor on a given socket (tests, and hosts told where the daemon is); `answerMs` for tests. */
 export function watchmanMonitor(sockname: string, answerMs?: number): FileMonitor {
   return new WatchmanMonitor(sockname, answerMs);
 }

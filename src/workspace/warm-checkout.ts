@@ -70,12 +70,16 @@ async function holdDispatchFolders(dir: string): Promise<boolean> {
     if (info && !info.isDirectory()) return false;
   }
   try {
-    await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true });
+    await makeDispatchFolders(dir);
     await writeFile(join(dir, FOLDER_HOLDER), '');
     return true;
   } catch {
     return false;
   }
+}
+
+function makeDispatchFolders(dir: string): Promise<unknown> {
+  return mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true });
 }
 
 /** Everything in the dispatch folders goes (FOLDER_HOLDER too), the folders themselves stay. */
@@ -218,23 +222,17 @@ function inside(dir: string, path: string): string {
 /**
  * The monitor's clock for a checkout clean at `commit` now, to record in its state; none without
  * one. flotilla's dispatch folders are made first, so the monitor has them before any file does.
+ * `clock`: one the caller already has (a monitored reset's), so no question is asked.
  */
 async function cleanMark(
   dir: string,
   commit: string,
-  options: { readonly settle?: boolean } = {},
+  options: { readonly settle?: boolean; readonly clock?: string } = {},
 ): Promise<Pick<CheckoutState, 'clean'>> {
-  const monitor = await fileMonitor();
-  if (monitor)
-    await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
-  const clock = monitor ? await monitor.clock(dir, options) : null;
+  const monitor = options.clock ? null : await fileMonitor();
+  if (options.clock || monitor) await makeDispatchFolders(dir).catch(() => undefined);
+  const clock = options.clock ?? (monitor ? await monitor.clock(dir, options) : null);
   return clock ? { clean: { clock, commit } } : {};
-}
-
-/** cleanMark() with a clock the caller has (a monitored reset's): the dispatch folders, no question. */
-async function cleanAt(dir: string, commit: string, clock: string): Promise<Pick<CheckoutState, 'clean'>> {
-  await mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true }).catch(() => undefined);
-  return { clean: { clock, commit } };
 }
 
 /** The checkout's own git folder (a worktree's `.git` file names it); read without git. */
@@ -371,7 +369,7 @@ export async function leaseCheckout(
       // What the last run left is gone with the reset; setup's record stays only for the same setup.
       await writeCheckoutState(stateFile(lease), {
         ...(sameSetup && state.setup ? { setup: state.setup } : {}),
-        ...(reset.clock ? await cleanAt(lease.dir, commit, reset.clock) : await cleanMark(lease.dir, commit)),
+        ...(await cleanMark(lease.dir, commit, reset.clock ? { clock: reset.clock } : {})),
       });
       return lease;
     } catch (error) {
