@@ -24,6 +24,7 @@ import { verifyAttempt } from '../stages/verify/processor.js';
 import { MissionStore } from '../store/mission-store.js';
 import { type HostInfo, publishHost, removeHost } from '../store/registry.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
+import { SCANNED_TREE_FILES, type ScanSetting, scanSetting } from '../workspace/dir-record.js';
 import { assertGitVersion } from '../workspace/git.js';
 import { pruneHostCaches } from '../workspace/prune.js';
 import { agePriorities } from './age-priorities.js';
@@ -80,6 +81,13 @@ const DEFAULT_GRACE_MS = 30_000;
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
  * critic and mission, advertises itself in the registry, and obeys cancel messages.
  */
+/** How warm checkouts find what git does not track, without a monitor (workspace/dir-record.ts). */
+function scanNote(setting: ScanSetting): string {
+  if (setting === 'off') return 'are walked (FLOTILLA_CHECKOUT_SCAN=off)';
+  if (setting === 'on') return 'scan their changed folders (FLOTILLA_CHECKOUT_SCAN=on)';
+  return `of ${SCANNED_TREE_FILES.toLocaleString('en-US')} files or more scan their changed folders, smaller ones are walked`;
+}
+
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
   await assertGitVersion();
@@ -94,7 +102,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   logger.info(
     monitor
       ? 'file monitor: Watchman; warm checkouts and the start directory are watched, not walked'
-      : 'file monitor: none; warm checkouts are walked (FLOTILLA_WATCHMAN=on uses Watchman)',
+      : `file monitor: none; warm checkouts ${scanNote(scanSetting())} (FLOTILLA_WATCHMAN=on uses Watchman)`,
   );
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);

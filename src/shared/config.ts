@@ -54,9 +54,15 @@ const envSchema = z.object({
   FLOTILLA_HOME: z.string().optional(),
   /**
    * Warm checkouts' file-system monitor (shared/watchman.ts), opt-in: `on` (the `watchman` on
-   * PATH) or a Watchman socket path; unset or `off`, checkouts are walked.
+   * PATH) or a Watchman socket path; unset or `off`, checkouts are scanned or walked.
    */
   FLOTILLA_WATCHMAN: z.string().optional(),
+  /**
+   * Without a monitor, how a warm checkout finds what an attempt left that git does not track
+   * (workspace/dir-record.ts): `auto` scans its changed directories on trees of 10,000 files or
+   * more and lets git walk smaller ones, `on` always scans, `off` always walks.
+   */
+  FLOTILLA_CHECKOUT_SCAN: z.enum(['auto', 'on', 'off']).default('auto'),
   /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */
   FLOTILLA_CACHE_DAYS: z.coerce.number().positive().default(14),
   /** BullMQ lock duration for every job; a crashed host's job moves on after about this long. */

@@ -13,6 +13,7 @@
 import { readdir, rm, stat, utimes } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { fileMonitor } from '../shared/watchman.js';
+import { removeDirRecord } from './dir-record.js';
 import { runGit } from './git.js';
 import { canClaim, decideAcquire, type EntryState, keepOnRelease, type PoolEntry } from './pool-rules.js';
 import type { RepoCache } from './repo-cache.js';
@@ -261,7 +262,7 @@ class PoolImpl implements CheckoutPool {
         this.entries.delete(id);
         this.serve();
         await removeWorktree(join(this.dir, id));
-        await rm(join(this.dir, `${id}.json`), { force: true });
+        await removeCheckoutRecords(join(this.dir, id));
         await fileMonitor().then((monitor) => monitor?.forget(join(this.dir, id)));
       },
       park: (key, commit) => {
@@ -272,6 +273,12 @@ class PoolImpl implements CheckoutPool {
       },
     };
   }
+}
+
+/** The files a checkout keeps beside it: its state (setup.ts) and its directories' record (dir-record.ts). */
+export async function removeCheckoutRecords(dir: string): Promise<void> {
+  await rm(`${dir}.json`, { force: true });
+  await removeDirRecord(dir);
 }
 
 async function isWorktree(path: string): Promise<boolean> {

@@ -8,6 +8,7 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileMonitor } from '../shared/watchman.js';
+import { removeCheckoutRecords } from './checkout-pool.js';
 import { checkoutsDir, slotFree } from './checkout-root.js';
 import { runGit } from './git.js';
 
@@ -115,7 +116,7 @@ export async function pruneHostCaches(options: PruneOptions): Promise<string[]> 
   for (const path of plan) {
     await monitor?.forgetUnder(path);
     await rm(path, { recursive: true, force: true });
-    await rm(`${path}.json`, { force: true });
+    await removeCheckoutRecords(path);
   }
   // Work folders (per-attempt worktrees of earlier processes): their host ids are gone for good.
   for (const work of await folders(join(options.home, 'work'))) {

@@ -70,20 +70,26 @@ export function parsePorcelainV2Z(output: string): WorktreeState {
   return { head, changes, ignored };
 }
 
-/**
- * One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git
- * ignores. With `only`, git looks at those paths alone (and below them): the paths a file-system
- * monitor said changed, so nothing else can differ (warm-checkout.ts).
- */
-export async function readWorktree(dir: string, only?: readonly string[]): Promise<WorktreeState> {
+export interface ReadWorktreeOptions {
+  /**
+   * Git looks at these paths alone (and below them): the paths a file-system monitor said changed,
+   * or the entries of the directories that changed (warm-checkout.ts), so nothing else can differ.
+   */
+  readonly only?: readonly string[];
+  /** False: the tracked files alone (`-uno`), no untracked or ignored ones, no directory read. */
+  readonly untracked?: boolean;
+}
+
+/** One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git ignores. */
+export async function readWorktree(dir: string, options: ReadWorktreeOptions = {}): Promise<WorktreeState> {
+  const { only, untracked = true } = options;
   const { stdout } = await runGit(
     [
       'status',
       '--porcelain=v2',
       '-z',
       '--branch',
-      '--untracked-files=all',
-      '--ignored=matching',
+      ...(untracked ? ['--untracked-files=all', '--ignored=matching'] : ['--untracked-files=no']),
       '--no-renames',
       ...(only ? ['--', ...only.map(literalPathspec)] : []),
     ],

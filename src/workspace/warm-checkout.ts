@@ -4,22 +4,21 @@
  * excepted), then run setup when its inputs changed. A checkout whose reset fails is discarded and
  * another one is taken, so nothing an earlier attempt wrote is ever seen by a later one.
  */
-import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileMonitor } from '../shared/watchman.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
+import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
 import { runGit } from './git.js';
 import {
-  ancestorsOf,
-  type Candidates,
-  candidatePaths,
-  DISPATCH_FOLDERS,
-  MONITORED_PATHS_LIMIT,
-  parseLsTree,
-  pathsToLook,
-  resetPlan,
-  withFiles,
-} from './monitored-paths.js';
+  cleanMark,
+  emptyDispatchFolders,
+  holdDispatchFolders,
+  monitoredWorktree,
+  resetChanged,
+} from './monitored-checkout.js';
+import { DISPATCH_FOLDERS } from './monitored-paths.js';
+import { cleanAll, scannedReset, scannedWorktree } from './scanned-checkout.js';
 import {
   type CheckoutState,
   claimCleanup,
@@ -31,13 +30,15 @@ import {
   setupOutputs,
   writeCheckoutState,
 } from './setup.js';
-import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 /**
  * Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure.
- * With a monitor's record of when the checkout was last clean, only the paths that changed since
- * and the paths where the index differs from `commit` are put back (resetChanged()); without one,
- * or when that fails, git walks the whole tree: `checkout --force`, then `clean`.
+ * - With a monitor's record of when the checkout was last clean, only the paths that changed since
+ *   and the paths where the index differs from `commit` are put back (monitored-checkout.ts).
+ * - Without a monitor, a large tree's record of its directories leaves git one walk, the `lstat`
+ *   of the tracked files, and a `git clean` of the changed directories' entries (scanned-checkout.ts).
+ * - Otherwise, or when either cannot say, git walks the whole tree: `checkout --force`, then `clean`.
  */
 export async function resetCheckout(
   dir: string,
@@ -47,56 +48,21 @@ export async function resetCheckout(
 ): Promise<ResetOutcome> {
   const clock = clean ? await resetChanged(dir, commit, keep, clean) : null;
   if (clock) return { how: 'changed-paths', clock };
+  const monitor = await fileMonitor();
+  if (!monitor && (await scannedReset(dir, commit, keep))) return { how: 'scanned' };
   // With a monitor the dispatch folders stay (emptied), as in resetChanged(): Watchman 4.9 answers
   // the deletion of a folder with a crawl of the folder above it, the whole tree for `.planning`.
-  const holding = (await fileMonitor()) !== null && (await holdDispatchFolders(dir));
+  const holding = monitor !== null && (await holdDispatchFolders(dir));
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
-  await cleanCheckout(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
+  await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
   if (holding) await emptyDispatchFolders(dir);
+  await recordWalked(dir, commit, keep, monitor !== null);
   return { how: 'whole-tree' };
 }
 
-/** An untracked file that keeps the dispatch folders from going with their last tracked file. */
-const FOLDER_HOLDER = `${DISPATCH_FOLDERS.at(-1)}/.flotilla-hold`;
-
-/**
- * Makes the dispatch folders (real folders, never through a link) and puts FOLDER_HOLDER in the
- * deepest, so a checkout that removes the archived PROMPT and RESULT files keeps the folders.
- * False, and nothing made, when something else stands at one of their names.
- */
-async function holdDispatchFolders(dir: string): Promise<boolean> {
-  for (const folder of DISPATCH_FOLDERS) {
-    const info = await lstat(join(dir, folder)).catch(() => null);
-    if (info && !info.isDirectory()) return false;
-  }
-  try {
-    await makeDispatchFolders(dir);
-    await writeFile(join(dir, FOLDER_HOLDER), '');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function makeDispatchFolders(dir: string): Promise<unknown> {
-  return mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true });
-}
-
-/** Everything in the dispatch folders goes (FOLDER_HOLDER too), the folders themselves stay. */
-async function emptyDispatchFolders(dir: string): Promise<void> {
-  const folders = new Set(DISPATCH_FOLDERS);
-  for (const folder of DISPATCH_FOLDERS.slice(1)) {
-    const info = await lstat(join(dir, folder)).catch(() => null);
-    if (!info?.isDirectory()) continue;
-    for (const name of await readdir(join(dir, folder))) {
-      const path = `${folder}/${name}`;
-      if (!folders.has(path)) await rm(join(dir, path), { recursive: true, force: true });
-    }
-  }
-}
-
 export interface ResetOutcome {
-  readonly how: 'changed-paths' | 'whole-tree';
+  /** `changed-paths`: by the monitor; `scanned`: by the directory record; `whole-tree`: git walked. */
+  readonly how: 'changed-paths' | 'scanned' | 'whole-tree';
   /**
    * After a reset by the monitor's changed paths: the monitor's clock from before the reset's
    * own writes, the checkout's new clean record (they count as changed since, which costs a
@@ -106,192 +72,29 @@ export interface ResetOutcome {
 }
 
 /**
- * What the monitor saw change in `dir` since it was clean; null when it cannot say (walk instead).
- * A folder above a changed path that is a file in one of `commits` (the clean one, the target)
- * counts as changed too: a folder made where a file was, which the monitor may not name.
+ * After git walked a checkout clean: its directories are recorded again (a walk of the tree in
+ * Node, about what the reset's own `git clean` cost) unless it is one too small to scan, which
+ * keeps its `walk` record. With a monitor, no record: the monitor's is the one kept up to date.
  */
-async function changedSinceClean(
-  dir: string,
-  clean: NonNullable<CheckoutState['clean']>,
-  keep: readonly string[],
-  commits: readonly string[],
-): Promise<(Candidates & { readonly clock: string }) | null> {
-  const monitor = await fileMonitor();
-  const answer = monitor ? await monitor.changedSince(dir, clean.clock) : null;
-  const candidates = answer ? candidatePaths(answer.changes, keep) : null;
-  if (!answer || !candidates) return null;
-  const ancestors = ancestorsOf(candidates);
-  if (ancestors.length === 0) return { ...candidates, clock: answer.clock };
-  if (ancestors.some((path) => path.includes('\n'))) return null;
-  const queries = commits.flatMap((commit) => ancestors.map((path) => `${commit}:${path}`));
-  const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
-    cwd: dir,
-    input: `${queries.join('\n')}\n`,
-  });
-  const types = stdout.split('\n');
-  const files = queries
-    .map((_, i) =>
-      types[i] !== 'tree' && !types[i]?.endsWith(' missing') ? ancestors[i % ancestors.length] : '',
-    )
-    .filter((path): path is string => Boolean(path));
-  return { ...withFiles(candidates, files), clock: answer.clock };
-}
-
-/** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
-async function indexDiffers(dir: string, commit: string): Promise<string[]> {
-  const { stdout } = await runGit(['diff-index', '--cached', '--name-only', '-z', '--no-renames', commit], {
-    cwd: dir,
-    env: { GIT_OPTIONAL_LOCKS: '0' },
-  });
-  return stdout.split('\0').filter(Boolean);
-}
-
-/**
- * The reset by what changed: every changed path, and every path where the index differs from
- * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
- * was when clean, at a commit whose differences from `commit` the index diff lists. Four git
- * processes whose work follows the change, against two walks of the whole tree. The monitor's clock
- * from before the reset's writes (the new clean record); null (and the caller walks) when the
- * monitor cannot say, or anything fails half-way.
- */
-async function resetChanged(
-  dir: string,
-  commit: string,
-  keep: readonly string[],
-  clean: NonNullable<CheckoutState['clean']>,
-): Promise<string | null> {
-  try {
-    // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
-    if (await exists(join(await gitDirOf(dir), 'index.lock'))) return null;
-    const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
-    if (!candidates) return null;
-    const indexDiff = await indexDiffers(dir, commit);
-    const lookup = pathsToLook(candidates, indexDiff);
-    if (lookup.length > MONITORED_PATHS_LIMIT) return null;
-    const target =
-      lookup.length === 0
-        ? []
-        : parseLsTree(
-            (
-              await runGit(
-                ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...lookup.map(literalPathspec)],
-                { cwd: dir },
-              )
-            ).stdout,
-          );
-    const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
-    for (const path of plan.remove) await removePath(inside(dir, path));
-    for (const path of plan.removeUnlessDir) {
-      const info = await lstat(inside(dir, path)).catch(() => null);
-      if (info && !info.isDirectory()) await removePath(inside(dir, path));
-    }
-    if (plan.restore.length > 0) {
-      await runGit(
-        [
-          'restore',
-          `--source=${commit}`,
-          '--staged',
-          '--worktree',
-          '--pathspec-from-file=-',
-          '--pathspec-file-nul',
-        ],
-        { cwd: dir, input: `${plan.restore.map(literalPathspec).join('\0')}\0` },
-      );
-    }
-    await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
-    return candidates.clock;
-  } catch {
-    return null;
-  }
-}
-
-/** Deletes a file or folder; one already gone, or below a path that is now a file, is fine. */
-async function removePath(full: string): Promise<void> {
-  await rm(full, { recursive: true, force: true }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOTDIR') throw error;
-  });
-}
-
-/** `dir/path`, refusing a path that would leave `dir` (a monitor's names never do; be sure). */
-function inside(dir: string, path: string): string {
-  const full = resolve(dir, path);
-  if (!full.startsWith(`${resolve(dir)}/`)) throw new Error(`${path}: outside the checkout`);
-  return full;
-}
-
-/**
- * The monitor's clock for a checkout clean at `commit` now, to record in its state; none without
- * one. flotilla's dispatch folders are made first, so the monitor has them before any file does.
- * `clock`: one the caller already has (a monitored reset's), so no question is asked.
- */
-async function cleanMark(
-  dir: string,
-  commit: string,
-  options: { readonly settle?: boolean; readonly clock?: string } = {},
-): Promise<Pick<CheckoutState, 'clean'>> {
-  const monitor = options.clock ? null : await fileMonitor();
-  if (options.clock || monitor) await makeDispatchFolders(dir).catch(() => undefined);
-  const clock = options.clock ?? (monitor ? await monitor.clock(dir, options) : null);
-  return clock ? { clean: { clock, commit } } : {};
-}
-
-/** The checkout's own git folder (a worktree's `.git` file names it); read without git. */
-async function gitDirOf(dir: string): Promise<string> {
-  const link = (await readFile(join(dir, '.git'), 'utf8').catch(() => '')).trim();
-  return link.startsWith('gitdir: ') ? resolve(dir, link.slice('gitdir: '.length)) : join(dir, '.git');
-}
-
-function exists(path: string): Promise<boolean> {
-  return lstat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** The checkout's HEAD when it is a commit id (detached), else null; read without git. */
-async function detachedHead(dir: string): Promise<string | null> {
-  try {
-    const head = (await readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8')).trim();
-    return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(head) ? head : null;
-  } catch {
-    return null;
-  }
+async function recordWalked(dir: string, commit: string, keep: readonly string[], monitored: boolean) {
+  if (monitored) return removeDirRecord(dir);
+  const setting = scanSetting();
+  const mode = (await readDirRecord(dir))?.record.mode;
+  if (mode === 'walk' && setting === 'auto') return;
+  await recordDirs(dir, commit, keep, setting);
 }
 
 /**
  * The leased checkout as `git status` sees it (readWorktree()): with a monitor's record of when it
  * was clean, git looks only at what changed since and where the index moved (monitoredWorktree());
- * else it walks.
+ * with a record of its directories, at the tracked files and the changed directories
+ * (scannedWorktree()); else it walks.
  */
 export async function readLeasedWorktree(dir: string): Promise<WorktreeState> {
-  return (await monitoredWorktree(dir)) ?? readWorktree(dir);
-}
-
-/**
- * readWorktree() by the monitor's changed paths alone; null when it cannot say. The record counts
- * only while HEAD is still the commit it was clean at (an agent that committed or switched
- * branches gets the walk). Setup's kept outputs are not looked at, so they are not among the
- * ignored entries either (nothing acts on them: claimCleanup() keeps them).
- */
-export async function monitoredWorktree(dir: string): Promise<WorktreeState | null> {
-  const state = await readCheckoutState(`${dir}.json`);
-  const clean = state.clean;
-  if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
-  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? [], [clean.commit]).catch(
-    () => null,
-  );
-  if (!candidates) return null;
-  const indexDiff = await indexDiffers(dir, clean.commit);
-  const paths = pathsToLook(candidates, indexDiff);
-  if (paths.length === 0) return { head: clean.commit, changes: [], ignored: [] };
-  return paths.length <= MONITORED_PATHS_LIMIT ? readWorktree(dir, paths) : null;
-}
-
-/** Removes every untracked file, ignored ones too, except the `keep` patterns (setup's outputs). */
-async function cleanCheckout(dir: string, keep: readonly string[]): Promise<void> {
-  // -x: ignored files go too, except the -e patterns, which -x still honours.
-  const excludes = keep.flatMap((pattern) => ['-e', pattern]);
-  await runGit(['clean', '-ffdxq', ...excludes], { cwd: dir });
+  const monitored = await monitoredWorktree(dir);
+  if (monitored) return monitored;
+  const scanned = (await fileMonitor()) ? null : await scannedWorktree(dir);
+  return scanned ?? readWorktree(dir);
 }
 
 /**
@@ -314,7 +117,7 @@ export async function cleanClaimed(
     if (plan?.kind === 'remove') {
       for (const path of plan.paths) await rm(join(lease.dir, path), { recursive: true, force: true });
     } else if (plan?.kind !== 'none') {
-      await cleanCheckout(lease.dir, keep);
+      await cleanAll(lease.dir, keep);
     }
     return true;
   } catch {
@@ -354,10 +157,12 @@ export async function leaseCheckout(
   for (let tries = 0; ; tries++) {
     const lease = await pool.acquire(commit, signal);
     if (lease.fresh) {
-      // A new checkout: the monitor's first crawl of it is waited for here, once.
+      // A new checkout: the monitor's first crawl of it is waited for here, once; without a monitor
+      // its directories are recorded (best effort: without a record the next reset walks).
       await writeCheckoutState(stateFile(lease), await cleanMark(lease.dir, commit, { settle: true })).catch(
         () => undefined,
       );
+      if (!(await fileMonitor())) await recordDirs(lease.dir, commit, []).catch(() => undefined);
       return lease;
     }
     try {
@@ -446,11 +251,12 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
     }
   }
   const keep = setupOutputs(before, await ignoredEntries(lease.dir), keptEarlier);
-  // Clean again, setup's outputs included: the monitor's record starts after them.
+  // Clean again, setup's outputs included: the monitor's record, or the directories', starts after them.
   await writeCheckoutState(file, {
     setup: { commandsKey: commandsKey(setup), inputsKey: key, keep },
     ...(await cleanMark(lease.dir, options.commit)),
   });
+  if (!(await fileMonitor())) await recordDirs(lease.dir, options.commit, keep);
   return { ran: true, log: log.join('\n') };
 }
 

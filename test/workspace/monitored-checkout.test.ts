@@ -4,31 +4,31 @@
  * answers: after every kind of change an agent can make, the reset leaves exactly a fresh checkout
  * of the target, and the listing equals `git status` of the whole tree.
  */
-import { chmod, lstat, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileMonitor, resetFileMonitor } from '../../src/shared/watchman.js';
-import { checkoutPool } from '../../src/workspace/checkout-pool.js';
-import { runGit } from '../../src/workspace/git.js';
-import { openRepoCache } from '../../src/workspace/repo-cache.js';
-import { readCheckoutState, type SetupSpec } from '../../src/workspace/setup.js';
-import { readWorktree, type WorktreeState } from '../../src/workspace/snapshot-changes.js';
+import { monitoredWorktree } from '../../src/workspace/monitored-checkout.js';
+import { readCheckoutState } from '../../src/workspace/setup.js';
+import { readWorktree } from '../../src/workspace/snapshot-changes.js';
+import { leaseCheckout, readLeasedWorktree, resetCheckout } from '../../src/workspace/warm-checkout.js';
 import {
-  ensureSetup,
-  leaseCheckout,
-  monitoredWorktree,
-  readLeasedWorktree,
-  resetCheckout,
-} from '../../src/workspace/warm-checkout.js';
+  changeEverything,
+  git,
+  ID,
+  leasedAtBase,
+  SETUP,
+  sorted,
+  wholeStatus,
+  write,
+} from '../helpers/checkout-changes.js';
 import { startWatchman } from '../helpers/watchman.js';
 
 let root: string;
 let counter = 0;
 const scratch = (name: string) => join(root, `${name}-${++counter}`);
-const git = async (cwd: string, ...args: string[]) => (await runGit(args, { cwd })).stdout.trim();
-const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-monitored-'));
@@ -41,100 +41,9 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function write(dir: string, path: string, content: string): Promise<void> {
-  await mkdir(join(dir, path, '..'), { recursive: true });
-  await writeFile(join(dir, path), content);
-}
-
-/** A base with files, folders and ignore rules; `target` is the base moved on by other tasks' work. */
-async function repo(): Promise<{ dir: string; base: string; target: string }> {
-  const dir = scratch('repo');
-  const files: Record<string, string> = {
-    '.gitignore': '*.log\nbuild/\nnode_modules/\n',
-    'a.txt': 'a\n',
-    'b.txt': 'b\n',
-    'c.txt': 'c\n',
-    'd/inner.txt': 'd\n',
-    'e.sh': 'echo e\n',
-    'f.txt': 'f\n',
-    'g.txt': 'g\n',
-    'lib/one.txt': '1\n',
-    'lib/deep/two.txt': '2\n',
-    'package-lock.json': '{}\n',
-  };
-  for (const [path, content] of Object.entries(files)) await write(dir, path, content);
-  await git(dir, 'init', '--quiet', '--initial-branch=main');
-  await git(dir, 'add', '-A');
-  await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
-  const base = await git(dir, 'rev-parse', 'HEAD');
-  await write(dir, 'a.txt', 'a, as the target has it\n');
-  await write(dir, 't-new.txt', 'new in the target\n');
-  await write(dir, 'newdir/from-target.txt', 'the target has this folder too\n');
-  await rm(join(dir, 'g.txt'));
-  await git(dir, 'add', '-A');
-  await git(dir, ...ID, 'commit', '--quiet', '-m', 'target');
-  return { dir, base, target: await git(dir, 'rev-parse', 'HEAD') };
-}
-
-/** Every kind of change an attempt (the agent, then the criteria) can leave in its checkout. */
-async function changeEverything(dir: string): Promise<void> {
-  await writeFile(join(dir, 'a.txt'), 'a, edited in place\n');
-  await rm(join(dir, 'b.txt'));
-  await rm(join(dir, 'lib'), { recursive: true });
-  await write(dir, 'new.txt', 'untracked\n');
-  await write(dir, 'newdir/sub/x.txt', 'a new folder\n');
-  await write(dir, 'newdir/mine.txt', 'in a folder the target also makes\n');
-  await write(dir, 'debug.log', 'ignored\n');
-  await write(dir, 'build/out.o', 'an ignored folder\n');
-  await rm(join(dir, 'c.txt'));
-  await write(dir, 'c.txt/inner', 'a folder where a file was\n');
-  await rm(join(dir, 'd'), { recursive: true });
-  await writeFile(join(dir, 'd'), 'a file where a folder was\n');
-  await chmod(join(dir, 'e.sh'), 0o755);
-  await symlink('a.txt', join(dir, 'link'));
-  await write(dir, 'node_modules/pkg/index.js', 'setup output, changed\n');
-  await write(dir, 'node_modules/pkg/extra.js', 'setup output, added\n');
-  await git(dir, 'add', 'new.txt');
-  await git(dir, 'rm', '--cached', '--quiet', 'f.txt');
-}
-
-/** What `git status` of the whole tree says differs from HEAD, ignored files included. */
-async function wholeStatus(dir: string): Promise<string> {
-  return git(dir, 'status', '--porcelain=v1', '-uall', '--ignored=matching');
-}
-
-/** A listing in path order; setup's kept output, which the monitored listing leaves out, left out. */
-function sorted(state: WorktreeState) {
-  return {
-    head: state.head,
-    changes: [...state.changes].sort((x, y) => x.path.localeCompare(y.path)),
-    ignored: state.ignored.filter((path) => path !== 'node_modules/').sort(),
-  };
-}
-
-const SETUP: SetupSpec = {
-  commands: ['mkdir -p node_modules/pkg && echo setup > node_modules/pkg/index.js'],
-  inputs: [],
-};
-async function bash(command: string, cwd: string) {
-  const r = await execa('bash', ['-c', command], { cwd, reject: false, all: true });
-  return { exitCode: r.exitCode ?? null, timedOut: false, output: r.all ?? '' };
-}
-
-/** A warm checkout at `base` with setup's node_modules/ in it, and the monitor's record of it clean. */
-async function leasedAtBase() {
-  const { dir: repoDir, base, target } = await repo();
-  const cache = await openRepoCache({ repo: repoDir, cacheDir: scratch('cache') });
-  const pool = await checkoutPool(cache, { root: scratch('checkouts'), keep: 1 });
-  const lease = await leaseCheckout(pool, base, SETUP);
-  await ensureSetup({ lease, commit: base, setup: SETUP, runCommand: bash });
-  const state = await readCheckoutState(`${lease.dir}.json`);
-  return { lease, pool, base, target, state, keep: state.setup?.keep ?? [] };
-}
-
 describe('a warm checkout with a file-system monitor', () => {
   it('lists an attempt’s changes exactly as a whole-tree git status does, from the changed paths alone', async () => {
-    const { lease, state } = await leasedAtBase();
+    const { lease, state } = await leasedAtBase(scratch);
     expect(state.clean?.clock).toBeTruthy();
     await changeEverything(lease.dir);
 
@@ -147,7 +56,7 @@ describe('a warm checkout with a file-system monitor', () => {
   });
 
   it('resets by the changed paths to a moved-on target, leaving exactly a fresh checkout of it plus setup’s output', async () => {
-    const { lease, target, state, keep } = await leasedAtBase();
+    const { lease, target, state, keep } = await leasedAtBase(scratch);
     await changeEverything(lease.dir);
 
     expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('changed-paths');
@@ -160,7 +69,7 @@ describe('a warm checkout with a file-system monitor', () => {
   });
 
   it('resets by the changed paths again and again from one record: it covers every change made since, its own too', async () => {
-    const { lease, base, target } = await leasedAtBase();
+    const { lease, base, target } = await leasedAtBase(scratch);
     await changeEverything(lease.dir);
     await lease.release();
     const { dir } = lease;
@@ -203,7 +112,7 @@ async function withMonitorSetting(setting: string, body: () => Promise<void>): P
 
 describe('a warm checkout leased again and again', () => {
   it('records each monitored reset’s own clock as clean, and the next attempt’s listing and reset by it are exact', async () => {
-    const { lease: first, pool, base, target, state } = await leasedAtBase();
+    const { lease: first, pool, base, target, state } = await leasedAtBase(scratch);
     const dir = first.dir;
     let clock = state.clean?.clock;
     let lease = first;
@@ -229,8 +138,8 @@ describe('a warm checkout leased again and again', () => {
 
 describe('stopping watching before a delete', () => {
   it('forgets every watched checkout below a folder (a pruned cache), and only those', async () => {
-    const { lease } = await leasedAtBase();
-    const other = await leasedAtBase();
+    const { lease } = await leasedAtBase(scratch);
+    const other = await leasedAtBase(scratch);
     const monitor = await fileMonitor();
     const watchList = async () =>
       JSON.parse(
@@ -250,7 +159,7 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
   it('walks the whole tree when the daemon restarted since the checkout was clean, and is clean all the same', async () => {
     const own = await startWatchman();
     await withMonitorSetting(own.sockname, async () => {
-      const { lease, target, state, keep } = await leasedAtBase();
+      const { lease, target, state, keep } = await leasedAtBase(scratch);
       await changeEverything(lease.dir);
       await own.restart();
       expect(await monitoredWorktree(lease.dir)).toBeNull();
@@ -262,7 +171,7 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
   });
 
   it('keeps flotilla’s dispatch folders through a walked reset, emptied (Watchman 4.9 crawls the tree again for a deleted folder)', async () => {
-    const { lease, target, keep } = await leasedAtBase();
+    const { lease, target, keep } = await leasedAtBase(scratch);
     const dir = lease.dir;
     // An attempt's published commit tracks its archived dispatch files; the next target has none.
     await write(dir, '.planning/dispatch/archive/20261201-t1-PROMPT.md', 'prompt\n');
@@ -282,7 +191,7 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
   });
 
   it('never follows a link standing where a dispatch folder would be: the walk removes the link alone', async () => {
-    const { lease, target, keep } = await leasedAtBase();
+    const { lease, target, keep } = await leasedAtBase(scratch);
     const outside = scratch('outside');
     await write(outside, 'precious.txt', 'not the checkout’s\n');
     await rm(join(lease.dir, '.planning/dispatch'), { recursive: true, force: true });
@@ -297,7 +206,7 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
   it('walks when Watchman is turned off', async () => {
     await withMonitorSetting('off', async () => {
       expect(await fileMonitor()).toBeNull();
-      const { lease, target, state, keep } = await leasedAtBase();
+      const { lease, target, state, keep } = await leasedAtBase(scratch);
       expect(state.clean).toBeUndefined();
       await changeEverything(lease.dir);
       expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('whole-tree');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resetFileMonitor } from '../../src/shared/watchman.js';
 import { type CheckoutPool, checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
 import { runGit } from '../../src/workspace/git.js';
@@ -64,7 +65,31 @@ async function bash(command: string, cwd: string): Promise<CommandOutcome> {
   return { exitCode: r.exitCode ?? null, timedOut: false, output: r.all ?? '' };
 }
 
-describe('warm checkouts', () => {
+/**
+ * The three ways a warm checkout finds what an attempt left: the suite's private Watchman (as
+ * hosts with FLOTILLA_WATCHMAN=on), the directory record hosts use on large trees without one,
+ * and git's walks (small trees, FLOTILLA_CHECKOUT_SCAN=off). Each runs every test below.
+ */
+const MODES = {
+  monitored: {},
+  scanned: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'on' },
+  walked: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'off' },
+} as const;
+
+describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<string, string>) => {
+  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
+  beforeAll(() => {
+    Object.assign(process.env, env);
+    resetFileMonitor();
+  });
+  afterAll(() => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+    resetFileMonitor();
+  });
+
   it('reuses one checkout across attempts without leaking any file of an earlier attempt', async () => {
     const { dir, base } = await repo();
     const p = await pool(dir);

@@ -1,0 +1,212 @@
+/**
+ * Warm checkouts with a file-system monitor (shared/watchman.ts, opt-in): a reset and an attempt's
+ * listing look only at the paths the monitor saw change since the checkout was last clean, and at
+ * where the index moved; whenever the monitor cannot say, callers walk (warm-checkout.ts).
+ */
+import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileMonitor } from '../shared/watchman.js';
+import { detachedHead, indexLocked } from './checkout-head.js';
+import { runGit } from './git.js';
+import {
+  ancestorsOf,
+  type Candidates,
+  candidatePaths,
+  DISPATCH_FOLDERS,
+  MONITORED_PATHS_LIMIT,
+  parseLsTree,
+  pathsToLook,
+  resetPlan,
+  withFiles,
+} from './monitored-paths.js';
+import { type CheckoutState, readCheckoutState } from './setup.js';
+import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+
+/** An untracked file that keeps the dispatch folders from going with their last tracked file. */
+const FOLDER_HOLDER = `${DISPATCH_FOLDERS.at(-1)}/.flotilla-hold`;
+
+/**
+ * Makes the dispatch folders (real folders, never through a link) and puts FOLDER_HOLDER in the
+ * deepest, so a checkout that removes the archived PROMPT and RESULT files keeps the folders.
+ * False, and nothing made, when something else stands at one of their names.
+ */
+export async function holdDispatchFolders(dir: string): Promise<boolean> {
+  for (const folder of DISPATCH_FOLDERS) {
+    const info = await lstat(join(dir, folder)).catch(() => null);
+    if (info && !info.isDirectory()) return false;
+  }
+  try {
+    await makeDispatchFolders(dir);
+    await writeFile(join(dir, FOLDER_HOLDER), '');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function makeDispatchFolders(dir: string): Promise<unknown> {
+  return mkdir(join(dir, DISPATCH_FOLDERS.at(-1) ?? ''), { recursive: true });
+}
+
+/** Everything in the dispatch folders goes (FOLDER_HOLDER too), the folders themselves stay. */
+export async function emptyDispatchFolders(dir: string): Promise<void> {
+  const folders = new Set(DISPATCH_FOLDERS);
+  for (const folder of DISPATCH_FOLDERS.slice(1)) {
+    const info = await lstat(join(dir, folder)).catch(() => null);
+    if (!info?.isDirectory()) continue;
+    for (const name of await readdir(join(dir, folder))) {
+      const path = `${folder}/${name}`;
+      if (!folders.has(path)) await rm(join(dir, path), { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * What the monitor saw change in `dir` since it was clean; null when it cannot say (walk instead).
+ * A folder above a changed path that is a file in one of `commits` (the clean one, the target)
+ * counts as changed too: a folder made where a file was, which the monitor may not name.
+ */
+async function changedSinceClean(
+  dir: string,
+  clean: NonNullable<CheckoutState['clean']>,
+  keep: readonly string[],
+  commits: readonly string[],
+): Promise<(Candidates & { readonly clock: string }) | null> {
+  const monitor = await fileMonitor();
+  const answer = monitor ? await monitor.changedSince(dir, clean.clock) : null;
+  const candidates = answer ? candidatePaths(answer.changes, keep) : null;
+  if (!answer || !candidates) return null;
+  const ancestors = ancestorsOf(candidates);
+  if (ancestors.length === 0) return { ...candidates, clock: answer.clock };
+  if (ancestors.some((path) => path.includes('\n'))) return null;
+  const queries = commits.flatMap((commit) => ancestors.map((path) => `${commit}:${path}`));
+  const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
+    cwd: dir,
+    input: `${queries.join('\n')}\n`,
+  });
+  const types = stdout.split('\n');
+  const files = queries
+    .map((_, i) =>
+      types[i] !== 'tree' && !types[i]?.endsWith(' missing') ? ancestors[i % ancestors.length] : '',
+    )
+    .filter((path): path is string => Boolean(path));
+  return { ...withFiles(candidates, files), clock: answer.clock };
+}
+
+/** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
+async function indexDiffers(dir: string, commit: string): Promise<string[]> {
+  const { stdout } = await runGit(['diff-index', '--cached', '--name-only', '-z', '--no-renames', commit], {
+    cwd: dir,
+    env: { GIT_OPTIONAL_LOCKS: '0' },
+  });
+  return stdout.split('\0').filter(Boolean);
+}
+
+/**
+ * The reset by what changed: every changed path, and every path where the index differs from
+ * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
+ * was when clean, at a commit whose differences from `commit` the index diff lists. Four git
+ * processes whose work follows the change, against two walks of the whole tree. The monitor's clock
+ * from before the reset's writes (the new clean record); null (and the caller walks) when the
+ * monitor cannot say, or anything fails half-way.
+ */
+export async function resetChanged(
+  dir: string,
+  commit: string,
+  keep: readonly string[],
+  clean: NonNullable<CheckoutState['clean']>,
+): Promise<string | null> {
+  try {
+    // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
+    if (await indexLocked(dir)) return null;
+    const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
+    if (!candidates) return null;
+    const indexDiff = await indexDiffers(dir, commit);
+    const lookup = pathsToLook(candidates, indexDiff);
+    if (lookup.length > MONITORED_PATHS_LIMIT) return null;
+    const target =
+      lookup.length === 0
+        ? []
+        : parseLsTree(
+            (
+              await runGit(
+                ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...lookup.map(literalPathspec)],
+                { cwd: dir },
+              )
+            ).stdout,
+          );
+    const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
+    for (const path of plan.remove) await removePath(inside(dir, path));
+    for (const path of plan.removeUnlessDir) {
+      const info = await lstat(inside(dir, path)).catch(() => null);
+      if (info && !info.isDirectory()) await removePath(inside(dir, path));
+    }
+    if (plan.restore.length > 0) {
+      await runGit(
+        [
+          'restore',
+          `--source=${commit}`,
+          '--staged',
+          '--worktree',
+          '--pathspec-from-file=-',
+          '--pathspec-file-nul',
+        ],
+        { cwd: dir, input: `${plan.restore.map(literalPathspec).join('\0')}\0` },
+      );
+    }
+    await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
+    return candidates.clock;
+  } catch {
+    return null;
+  }
+}
+
+/** Deletes a file or folder; one already gone, or below a path that is now a file, is fine. */
+async function removePath(full: string): Promise<void> {
+  await rm(full, { recursive: true, force: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOTDIR') throw error;
+  });
+}
+
+/** `dir/path`, refusing a path that would leave `dir` (a monitor's names never do; be sure). */
+function inside(dir: string, path: string): string {
+  const full = resolve(dir, path);
+  if (!full.startsWith(`${resolve(dir)}/`)) throw new Error(`${path}: outside the checkout`);
+  return full;
+}
+
+/**
+ * The monitor's clock for a checkout clean at `commit` now, to record in its state; none without
+ * one. flotilla's dispatch folders are made first, so the monitor has them before any file does.
+ * `clock`: one the caller already has (a monitored reset's), so no question is asked.
+ */
+export async function cleanMark(
+  dir: string,
+  commit: string,
+  options: { readonly settle?: boolean; readonly clock?: string } = {},
+): Promise<Pick<CheckoutState, 'clean'>> {
+  const monitor = options.clock ? null : await fileMonitor();
+  if (options.clock || monitor) await makeDispatchFolders(dir).catch(() => undefined);
+  const clock = options.clock ?? (monitor ? await monitor.clock(dir, options) : null);
+  return clock ? { clean: { clock, commit } } : {};
+}
+
+/**
+ * readWorktree() by the monitor's changed paths alone; null when it cannot say. The record counts
+ * only while HEAD is still the commit it was clean at (an agent that committed or switched
+ * branches gets the walk). Setup's kept outputs are not looked at, so they are not among the
+ * ignored entries either (nothing acts on them: claimCleanup() keeps them).
+ */
+export async function monitoredWorktree(dir: string): Promise<WorktreeState | null> {
+  const state = await readCheckoutState(`${dir}.json`);
+  const clean = state.clean;
+  if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
+  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? [], [clean.commit]).catch(
+    () => null,
+  );
+  if (!candidates) return null;
+  const indexDiff = await indexDiffers(dir, clean.commit);
+  const paths = pathsToLook(candidates, indexDiff);
+  if (paths.length === 0) return { head: clean.commit, changes: [], ignored: [] };
+  return paths.length <= MONITORED_PATHS_LIMIT ? readWorktree(dir, { only: paths }) : null;
+}
