@@ -16,6 +16,7 @@
  *   node bench/run.js board --sizes 30,300,10000    # the mission page's size and time
  *   node bench/run.js checkpoint --repos empty,generated --runs 10   # one checkpoint of a running checkout
  *   node bench/run.js sim-start --runs 20          # the stand-in agent's CPU: --version and one task's run
+ *   node bench/run.js checkout-cycle --cycles 20   # one task's workspace work on big trees, walks against scans
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -36,6 +37,7 @@ const BENCHMARKS = {
   board: () => import('./board.js'),
   checkpoint: () => import('./checkpoint.js'),
   'sim-start': () => import('./sim-start.js'),
+  'checkout-cycle': () => import('./checkout-cycle.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -69,6 +71,8 @@ const { values, positionals } = parseArgs({
     counts: { type: 'string' },
     phases: { type: 'string' },
     blocks: { type: 'string' },
+    cycles: { type: 'string' },
+    modes: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -93,6 +97,7 @@ if (values.help) {
   board     --sizes 30,300,10000 --runs 5   (the mission page: bytes, times, store reads)
   checkpoint --repos empty,generated --runs 10   (one checkpoint of a running CLI's checkout: ms, git processes)
   sim-start --runs 20   (CPU of flotilla-sim --version and of one benchmark task's run, medians)
+  checkout-cycle --repos generated,linux --cycles 20 --modes off,on   (one task's workspace work alone: FLOTILLA_CHECKOUT_SCAN walks against scans)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
@@ -129,6 +134,8 @@ const options = {
   counts: list(values.counts),
   phases: values.phases?.split(','),
   blocks: list(values.blocks),
+  cycles: int(values.cycles),
+  modes: values.modes?.split(','),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));

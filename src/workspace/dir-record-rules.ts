@@ -17,50 +17,29 @@ export interface DirRecord {
   readonly commit: string;
   /** Setup's kept outputs (anchored patterns, `/node_modules/`): never looked into, never removed. */
   readonly keep: readonly string[];
-  /** Every directory but `.git` and kept ones, by path (`''` is the top): `inode:ctime-ns` then. */
-  readonly dirs: Readonly<Record<string, string>>;
+  /** Every directory but `.git` and kept ones, by path (`''` is the top): its inode and ctime then. */
+  readonly dirs: Readonly<Record<string, RecordedDir>>;
 }
 
-/** A directory's signature: its inode and its ctime in nanoseconds. */
-export function signature(ino: bigint, ctimeNs: bigint): string {
-  return `${ino}:${ctimeNs}`;
-}
+/** `[inode, ctime in ms]` (the ctime with its sub-millisecond part, as `fs.Stats.ctimeMs` has it). */
+export type RecordedDir = readonly [number, number];
 
-/**
- * True when a directory recorded with `recorded` may have changed after the record without its
- * ctime showing it: changed in the same clock tick as the record was written (`markerNs`, the
- * record file's own mtime, from the same clock). Such a directory is read again every time, as git
- * does with its "racily clean" index entries.
- */
-export function isRacy(recorded: string, markerNs: bigint): boolean {
-  const ctime = recorded.slice(recorded.indexOf(':') + 1);
-  return ctime === '' || BigInt(ctime) >= markerNs;
-}
+/** A directory as it is now: its inode and ctime, or null when it is gone or not a directory. */
+export type DirNow = { readonly ino: number; readonly ctimeMs: number } | null;
 
-export interface DirChanges {
-  /** Directories that are still there and changed since the record (or may have): read them. */
-  readonly changed: readonly string[];
-  /** Recorded directories that are gone, or are no longer directories. */
-  readonly gone: readonly string[];
-}
+export type DirChange = 'same' | 'changed' | 'gone';
 
 /**
- * Compares the record with the directories as they are now (`now`: path → signature, null when
- * the path is gone or not a directory).
+ * How a recorded directory compares with what is there now. A directory whose recorded ctime is
+ * not before `markerMs` (the record file's own mtime, from the same clock) may have changed again
+ * in that clock tick without its ctime showing it: it counts as changed, and is read every time,
+ * as git does with its "racily clean" index entries.
  */
-export function changedDirs(
-  record: Pick<DirRecord, 'dirs'>,
-  now: ReadonlyMap<string, string | null>,
-  markerNs: bigint,
-): DirChanges {
-  const changed: string[] = [];
-  const gone: string[] = [];
-  for (const [path, recorded] of Object.entries(record.dirs)) {
-    const current = now.get(path) ?? null;
-    if (current === null) gone.push(path);
-    else if (current !== recorded || isRacy(recorded, markerNs)) changed.push(path);
-  }
-  return { changed, gone };
+export function dirChange(recorded: RecordedDir, now: DirNow, markerMs: number): DirChange {
+  if (now === null) return 'gone';
+  const [ino, ctimeMs] = recorded;
+  if (now.ino !== ino || now.ctimeMs !== ctimeMs || ctimeMs >= markerMs) return 'changed';
+  return 'same';
 }
 
 export interface DirEntry {

@@ -5,14 +5,21 @@
  * (dir-record-rules.ts), instead of git walking every directory of the tree with its ignore rules:
  * on the kernel tree that walk is half of `git status` and all of `git clean`, per task.
  *
- * No daemon: one `lstat` per directory (about 5,000 on an 80,000-file tree, ~20 ms), done with
- * synchronous calls in chunks (Node's asynchronous `lstat` costs 3–5× the CPU through its thread
- * pool), yielding to the event loop between chunks so a host's lock renewals are never held up.
+ * No daemon: one `lstat` per directory (about 5,000 on an 80,000-file tree, 20–25 ms of CPU), done
+ * with synchronous calls in chunks (Node's asynchronous `lstat` costs 3–5× the CPU through its
+ * thread pool), yielding to the event loop between chunks so a host's lock renewals are never
+ * held up.
  */
 import { type Dirent, lstatSync, readdirSync } from 'node:fs';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { changedDirs, childPath, type DirRecord, entriesToLook, signature } from './dir-record-rules.js';
+import {
+  childPath,
+  type DirNow,
+  type DirRecord,
+  dirChange,
+  entriesToLook,
+  type RecordedDir,
+} from './dir-record-rules.js';
 import { isUnder, keptPaths, MONITORED_PATHS_LIMIT } from './monitored-paths.js';
 
 /**
@@ -49,18 +56,39 @@ export function dirRecordFile(dir: string): string {
 
 export interface LoadedRecord {
   readonly record: DirRecord;
-  /** The record file's own mtime: written after every signature in it, from the same clock. */
-  readonly markerNs: bigint;
+  /** The record file's own mtime (ms): written after every directory in it was stat-ed, same clock. */
+  readonly markerMs: number;
 }
+
+/**
+ * Records this process read or wrote, by file, with the file's identity then: a listing and the
+ * next reset read the same record, which need not be parsed again while the file is unchanged.
+ */
+const known = new Map<
+  string,
+  { readonly loaded: LoadedRecord; readonly ino: number; readonly size: number }
+>();
 
 export async function readDirRecord(dir: string): Promise<LoadedRecord | null> {
   const file = dirRecordFile(dir);
   try {
-    const [text, info] = await Promise.all([readFile(file, 'utf8'), stat(file, { bigint: true })]);
-    const record = JSON.parse(text) as DirRecord;
+    const info = await stat(file);
+    const cached = known.get(file);
+    if (
+      cached &&
+      cached.loaded.markerMs === info.mtimeMs &&
+      cached.ino === info.ino &&
+      cached.size === info.size
+    )
+      return cached.loaded;
+    const record = JSON.parse(await readFile(file, 'utf8')) as DirRecord;
     if (record.version !== 1 || (record.mode !== 'scan' && record.mode !== 'walk')) return null;
-    return { record, markerNs: info.mtimeNs };
+    // The time read before the content: a record rewritten in between is read again next time.
+    const loaded = { record, markerMs: info.mtimeMs };
+    known.set(file, { loaded, ino: info.ino, size: info.size });
+    return loaded;
   } catch {
+    known.delete(file);
     return null;
   }
 }
@@ -69,44 +97,55 @@ export async function readDirRecord(dir: string): Promise<LoadedRecord | null> {
 async function writeDirRecord(dir: string, record: DirRecord): Promise<void> {
   const file = dirRecordFile(dir);
   const temporary = `${file}.tmp-${process.pid}`;
-  await writeFile(temporary, JSON.stringify(record));
+  const text = JSON.stringify(record);
+  await writeFile(temporary, text);
   await rename(temporary, file);
+  const info = await stat(file);
+  known.set(file, { loaded: { record, markerMs: info.mtimeMs }, ino: info.ino, size: info.size });
 }
 
 export async function removeDirRecord(dir: string): Promise<void> {
+  known.delete(dirRecordFile(dir));
   await rm(dirRecordFile(dir), { force: true });
 }
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** The signature of `path` below `dir`, or null when it is gone or not a directory. */
-function dirSignature(dir: string, path: string): string | null {
+/**
+ * `path` below `dir` as it is now. Plain (not bigint) stats, paths joined by hand: a scan is one
+ * call per directory, and this costs 40 % less CPU than bigint stats and `path.join`.
+ */
+function dirNow(dir: string, path: string): DirNow {
   try {
-    const info = lstatSync(join(dir, path), { bigint: true, throwIfNoEntry: false });
-    return info?.isDirectory() ? signature(info.ino, info.ctimeNs) : null;
+    const info = lstatSync(path === '' ? dir : `${dir}/${path}`, { throwIfNoEntry: false });
+    return info?.isDirectory() ? { ino: info.ino, ctimeMs: info.ctimeMs } : null;
   } catch {
     // ENOTDIR: a folder above it is a file now.
     return null;
   }
 }
 
-async function statDirs(dir: string, paths: readonly string[]): Promise<Map<string, string | null>> {
-  const now = new Map<string, string | null>();
+function recorded(now: NonNullable<DirNow>): RecordedDir {
+  return [now.ino, now.ctimeMs];
+}
+
+async function statDirs(dir: string, paths: readonly string[]): Promise<Map<string, DirNow>> {
+  const now = new Map<string, DirNow>();
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i] as string;
-    now.set(path, dirSignature(dir, path));
+    now.set(path, dirNow(dir, path));
     if (i % CHUNK === CHUNK - 1) await yieldToLoop();
   }
   return now;
 }
 
 function readEntries(dir: string, path: string): Dirent[] {
-  return readdirSync(join(dir, path), { withFileTypes: true });
+  return readdirSync(path === '' ? dir : `${dir}/${path}`, { withFileTypes: true });
 }
 
 interface Walked {
-  /** Every directory at or below the starts, by path, with its signature. */
-  readonly dirs: Map<string, string>;
+  /** Every directory at or below the starts, by path, as stat-ed. */
+  readonly dirs: Map<string, RecordedDir>;
   /** Files (anything not a directory) below them. */
   readonly files: number;
 }
@@ -114,14 +153,14 @@ interface Walked {
 /** Walks `starts` and everything below them but `.git` at the top and setup's kept outputs. */
 async function walkDirs(dir: string, starts: readonly string[], keep: readonly string[]): Promise<Walked> {
   const kept = keptPaths(keep);
-  const dirs = new Map<string, string>();
+  const dirs = new Map<string, RecordedDir>();
   let files = 0;
   const queue = [...starts];
   for (let n = 0; queue.length > 0; n++) {
     const path = queue.pop() as string;
-    const sig = dirSignature(dir, path);
-    if (sig === null) continue;
-    dirs.set(path, sig);
+    const now = dirNow(dir, path);
+    if (now === null) continue;
+    dirs.set(path, recorded(now));
     for (const entry of readEntries(dir, path)) {
       if (path === '' && entry.name === '.git') continue;
       const child = childPath(path, entry.name);
@@ -159,8 +198,8 @@ export async function recordDirs(
 export interface Scan {
   /** The entries git must look at: untracked and ignored files are among them, and nowhere else. */
   readonly paths: readonly string[];
-  /** Recorded directories that are unchanged, with their signatures now. */
-  readonly unchanged: ReadonlyMap<string, string>;
+  /** Recorded directories that are unchanged, as recorded. */
+  readonly unchanged: ReadonlyMap<string, RecordedDir>;
   readonly changed: readonly string[];
   /** The directories among `paths` (ones the record lacks). */
   readonly newDirs: readonly string[];
@@ -175,34 +214,39 @@ export async function scanChanges(
   loaded: LoadedRecord,
   limit: number = MONITORED_PATHS_LIMIT,
 ): Promise<Scan | null> {
-  const { record, markerNs } = loaded;
-  const now = await statDirs(dir, Object.keys(record.dirs));
-  const { changed } = changedDirs(record, now, markerNs);
-  const recorded = (path: string) => path in record.dirs;
+  const { record, markerMs } = loaded;
+  const changed: string[] = [];
+  const unchanged = new Map<string, RecordedDir>();
+  let n = 0;
+  for (const path in record.dirs) {
+    const was = record.dirs[path] as RecordedDir;
+    const change = dirChange(was, dirNow(dir, path), markerMs);
+    if (change === 'changed') changed.push(path);
+    else if (change === 'same') unchanged.set(path, was);
+    if (++n % CHUNK === 0) await yieldToLoop();
+  }
+  const isRecorded = (path: string) => path in record.dirs;
   const paths: string[] = [];
   const newDirs: string[] = [];
   let bytes = 0;
   for (const parent of changed) {
     const entries = readEntries(dir, parent).map((e) => ({ name: e.name, isDirectory: e.isDirectory() }));
     const folders = new Set(entries.filter((e) => e.isDirectory).map((e) => childPath(parent, e.name)));
-    for (const path of entriesToLook(parent, entries, recorded, record.keep)) {
+    for (const path of entriesToLook(parent, entries, isRecorded, record.keep)) {
       paths.push(path);
       bytes += path.length + 16;
       if (folders.has(path)) newDirs.push(path);
     }
     if (paths.length > limit || bytes > PATHS_BYTES_LIMIT) return null;
   }
-  const changedSet = new Set(changed);
-  const unchanged = new Map<string, string>();
-  for (const [path, sig] of now) if (sig !== null && !changedSet.has(path)) unchanged.set(path, sig);
   return { paths, unchanged, changed, newDirs };
 }
 
 /**
  * The record of `dir` clean at `commit` after a scan and what the caller then did (git's clean of
- * the scan's paths): the unchanged directories keep their signatures, the changed ones and those
- * the caller `touched` are stat-ed again, and the new directories that are still there (the
- * target's own) are walked and added. Costs what changed, not the tree.
+ * the scan's paths): the unchanged directories keep their record, the changed ones and those the
+ * caller `touched` are stat-ed again, and the new directories that are still there (the target's
+ * own) are walked and added. Costs what changed, not the tree.
  */
 export async function rerecord(
   dir: string,
@@ -214,11 +258,11 @@ export async function rerecord(
   const { record } = loaded;
   const dirs = new Map(scan.unchanged);
   const again = [...new Set([...scan.changed, ...touched])].filter((path) => path in record.dirs);
-  for (const [path, sig] of await statDirs(dir, again)) {
-    if (sig === null) dirs.delete(path);
-    else dirs.set(path, sig);
+  for (const [path, now] of await statDirs(dir, again)) {
+    if (now === null) dirs.delete(path);
+    else dirs.set(path, recorded(now));
   }
   const added = await walkDirs(dir, scan.newDirs, record.keep);
-  for (const [path, sig] of added.dirs) dirs.set(path, sig);
+  for (const [path, was] of added.dirs) dirs.set(path, was);
   await writeDirRecord(dir, { ...record, commit, dirs: Object.fromEntries(dirs) });
 }

@@ -1,49 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import {
-  changedDirs,
-  entriesToLook,
-  isRacy,
-  outermost,
-  sameKeep,
-  signature,
-} from '../../src/workspace/dir-record-rules.js';
+import { dirChange, entriesToLook, outermost, sameKeep } from '../../src/workspace/dir-record-rules.js';
 
 describe('a directory record’s rules', () => {
   it.each([
-    { recorded: signature(7n, 1_000n), marker: 2_000n, racy: false },
-    { recorded: signature(7n, 2_000n), marker: 2_000n, racy: true },
-    { recorded: signature(7n, 2_001n), marker: 2_000n, racy: true },
-    { recorded: '7:', marker: 2_000n, racy: true },
-  ])('counts $recorded as racy against a marker of $marker: $racy', ({ recorded, marker, racy }) => {
-    expect(isRacy(recorded, marker)).toBe(racy);
+    { case: 'as recorded', now: { ino: 7, ctimeMs: 1_000.25 }, change: 'same' },
+    { case: 'an entry made or removed', now: { ino: 7, ctimeMs: 1_300.5 }, change: 'changed' },
+    { case: 'replaced by another folder', now: { ino: 70, ctimeMs: 1_000.25 }, change: 'changed' },
+    { case: 'gone, or a file now', now: null, change: 'gone' },
+  ] as const)('tells a recorded folder $case: $change', ({ now, change }) => {
+    expect(dirChange([7, 1_000.25], now, 2_000)).toBe(change);
   });
 
-  it('finds the directories that changed, may have changed in the record’s tick, or went', () => {
-    const record = {
-      dirs: {
-        '': signature(1n, 100n),
-        same: signature(2n, 100n),
-        touched: signature(3n, 100n),
-        replaced: signature(4n, 100n),
-        racy: signature(5n, 500n),
-        gone: signature(6n, 100n),
-        file: signature(7n, 100n),
-      },
-    };
-    const now = new Map<string, string | null>([
-      ['', signature(1n, 100n)],
-      ['same', signature(2n, 100n)],
-      ['touched', signature(3n, 300n)],
-      ['replaced', signature(40n, 100n)],
-      ['racy', signature(5n, 500n)],
-      ['gone', null],
-      ['file', null],
-    ]);
-    expect(changedDirs(record, now, 500n)).toEqual({
-      changed: ['touched', 'replaced', 'racy'],
-      gone: ['gone', 'file'],
-    });
-  });
+  it.each([
+    { ctimeMs: 1_999.999, marker: 2_000, change: 'same' },
+    { ctimeMs: 2_000, marker: 2_000, change: 'changed' },
+    { ctimeMs: 2_000.5, marker: 2_000, change: 'changed' },
+  ] as const)(
+    'reads a folder recorded at $ctimeMs again when the record was written at $marker: $change',
+    ({ ctimeMs, marker, change }) => {
+      expect(dirChange([7, ctimeMs], { ino: 7, ctimeMs }, marker)).toBe(change);
+    },
+  );
 
   it('looks at a changed directory’s entries but its recorded folders, setup’s outputs and the top .git', () => {
     const recorded = (path: string) => ['src', 'src/lib'].includes(path);
