@@ -1,9 +1,9 @@
 /**
- * The workspace's share of one task, alone, on a large tree: a warm checkout leased (its reset),
- * an attempt's changes made (a new file, a new folder, an ignored file, an edit in place), the
- * attempt's listing read, the checkout released. One cycle at a time, so the CPU figures are the
- * cycle's own: this process's (the folder scans run here) and git's (children reaped), besides the
- * wall time. Each mode runs its cycles in turn with the others (`--modes off,on`: git's walks
+ * The workspace's share of one task on a large tree: a warm checkout leased (its reset), an
+ * attempt's changes made (a new file, a new folder, an ignored file, an edit in place), the
+ * attempt's listing read, the checkout released; `--slots N` runs N such tasks at once on N
+ * checkouts, as a host's slots do. The CPU figures are the cycles' own: this process's (the folder
+ * scans run here) and git's (children reaped), besides the wall time. Each mode runs its cycles in turn with the others (`--modes off,on`: git's walks
  * against the folder record, FLOTILLA_CHECKOUT_SCAN), so load hits them alike.
  *
  *   npm run build && node bench/run.js checkout-cycle --repos generated,linux --cycles 20
@@ -19,7 +19,7 @@ import { leaseCheckout, readLeasedWorktree } from '../dist/workspace/warm-checko
 import { generatedRepo, linuxRepo, scratchClone } from './lib/big-repo.js';
 import { fmt, now, printTable } from './lib/util.js';
 
-export const defaults = { repos: ['generated', 'linux'], cycles: 20, modes: ['off', 'on'] };
+export const defaults = { repos: ['generated', 'linux'], cycles: 20, modes: ['off', 'on'], slots: 1 };
 
 /** This process's reaped children's CPU (user + system), ms: /proc/self/stat fields 16 and 17. */
 async function childrenCpuMs() {
@@ -41,15 +41,15 @@ async function attempt(dir, n) {
   await writeFile(join(dir, 'README.md'), `edited in place by ${n}\n`);
 }
 
-async function setUp(kind, root, mode) {
+async function setUp(kind, root, mode, slots) {
   const source = kind === 'linux' ? await linuxRepo() : await generatedRepo();
   const repo = await scratchClone(source, join(root, `${kind}-${mode}.git`));
   const cache = await openRepoCache({ repo, cacheDir: join(root, `cache-${kind}-${mode}`) });
-  const pool = await checkoutPool(cache, { root: join(root, `checkouts-${kind}-${mode}`), keep: 1 });
+  const pool = await checkoutPool(cache, { root: join(root, `checkouts-${kind}-${mode}`), keep: slots });
   const base = execFileSync('git', ['--git-dir', repo, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-  // The first lease makes the checkout (and, scanning, its record): not counted.
-  const lease = await leaseCheckout(pool, base, undefined);
-  await lease.release();
+  // The first leases make the checkouts (and, scanning, their records): not counted.
+  const leases = await Promise.all(Array.from({ length: slots }, () => leaseCheckout(pool, base, undefined)));
+  for (const lease of leases) await lease.release();
   return { pool, base };
 }
 
@@ -62,6 +62,7 @@ export async function run(options = {}) {
   const repos = options.repos ?? defaults.repos;
   const cycles = Number(options.cycles ?? defaults.cycles);
   const modes = options.modes ?? defaults.modes;
+  const slots = Number(options.slots ?? defaults.slots);
   process.env.FLOTILLA_WATCHMAN = 'off';
   resetFileMonitor();
   const root = join(tmpdir(), `flotilla-bench-cycle-${process.pid}`);
@@ -71,27 +72,30 @@ export async function run(options = {}) {
   try {
     for (const kind of repos) {
       const setups = {};
-      for (const mode of modes) setups[mode] = await withMode(mode, () => setUp(kind, root, mode));
+      for (const mode of modes) setups[mode] = await withMode(mode, () => setUp(kind, root, mode, slots));
       const sums = Object.fromEntries(modes.map((m) => [m, { wall: 0, self: 0, children: 0 }]));
       for (let n = 0; n < cycles; n++) {
         for (const mode of modes) {
           await withMode(mode, async () => {
             const [wall0, self0, children0] = [now(), selfCpuMs(), await childrenCpuMs()];
-            const lease = await leaseCheckout(setups[mode].pool, setups[mode].base, undefined);
-            await attempt(lease.dir, n);
-            const listing = await readLeasedWorktree(lease.dir);
-            await lease.release();
+            const one = async (k) => {
+              const lease = await leaseCheckout(setups[mode].pool, setups[mode].base, undefined);
+              await attempt(lease.dir, `${n}-${k}`);
+              const listing = await readLeasedWorktree(lease.dir);
+              await lease.release();
+              if (listing.changes.length < 3) throw new Error(`${kind} ${mode}: the listing missed changes`);
+            };
+            await Promise.all(Array.from({ length: slots }, (_, k) => one(k)));
             const sum = sums[mode];
             sum.wall += now() - wall0;
             sum.self += selfCpuMs() - self0;
             sum.children += (await childrenCpuMs()) - children0;
-            if (listing.changes.length < 3) throw new Error(`${kind} ${mode}: the listing missed changes`);
           });
         }
       }
       for (const mode of modes) {
         const s = sums[mode];
-        const per = (x) => x / cycles;
+        const per = (x) => x / (cycles * slots);
         rows.push([
           kind,
           mode,
@@ -113,7 +117,9 @@ export async function run(options = {}) {
     forgetCheckoutPools();
     await rm(root, { recursive: true, force: true });
   }
-  console.log("one task's workspace work (lease with its reset, changes, listing, release), per cycle:");
+  console.log(
+    `one task's workspace work (lease with its reset, changes, listing, release), ${slots} at a time; per task (wall: the wave's, shared by its ${slots}):`,
+  );
   printTable(rows);
   return results;
 }

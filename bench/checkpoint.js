@@ -119,7 +119,10 @@ export async function run(options = {}, log = console.log) {
   for (const r of results) {
     const by = {};
     for (const c of r.changed.slice(1))
-      for (const call of c.calls) (by[call.subcommand] ??= []).push(call.ms);
+      for (const call of c.calls) {
+        by[call.subcommand] ??= [];
+        by[call.subcommand].push(call.ms);
+      }
     const parts = Object.entries(by).map(([name, ms]) => `${name} ${summarize(ms).median.toFixed(0)}`);
     log(`  ${r.kind}, median ms per git command of a later save: ${parts.join(', ')}`);
   }

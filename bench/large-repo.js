@@ -19,9 +19,9 @@ import { promisify } from 'node:util';
 import { generatedRepo, linuxRepo, repoStats, scratchClone } from './lib/big-repo.js';
 import { missionYaml, startFlotilla, taskId } from './lib/flotilla.js';
 import { countBy, installGitShim } from './lib/profile.js';
-import { stageTimes } from './overhead.js';
 import { startRedis } from './lib/redis.js';
 import { fmt, now, printTable, putSimOnPath, withDeadline } from './lib/util.js';
+import { stageTimes } from './overhead.js';
 
 const exec = promisify(execFile);
 
@@ -161,7 +161,12 @@ export async function run(options, log = console.log) {
             `  ${kind.padEnd(9)} ${String(n).padStart(3)} tasks ${phase}: ${fmt(r.seconds, 1)} s, git ${fmt(r.gitCalls / n, 1)} processes and ${fmt(r.gitMs / n, 0)} ms per task; full checkouts: ${r.poolCheckouts} warm-pool, ${r.otherWorktrees} other worktrees`,
           );
           log(`      git per task: ${top(r.bySubcommand, n)}`);
-          if (r.stages) log(`      stage ms per task: ${Object.entries(r.stages).map(([k, v]) => `${k} ${fmt(v, 0)}`).join(", ")}`);
+          if (r.stages)
+            log(
+              `      stage ms per task: ${Object.entries(r.stages)
+                .map(([k, v]) => `${k} ${fmt(v, 0)}`)
+                .join(', ')}`,
+            );
           log(`      git ms per task: ${top(r.msBySubcommand, n)}`);
         }
       }

@@ -128,7 +128,6 @@ async function runBare(redis, { n, slots, critic, git }) {
     workspace = await prepareWorkspace({ workspace: ws, missionId });
   }
   const cacheDir = join(root, 'cache');
-  const workRoot = join(root, 'work');
   const processor = async (job) => {
     const id = job.data.id;
     if (!git) {

@@ -82,7 +82,14 @@ function simBlock(steps, spaces = 6) {
  * sleep) and the one exit criterion checks that file exists. With `wholeRun`, the sleep lasts until
  * `sleepMs` after the sim's start (`sleep_until`), so the CLI's run takes `sleepMs` in all.
  */
-export function taskYaml({ id, deps = [], sleepMs = 0, wholeRun = false, critic = false, path = `${id}.txt` }) {
+export function taskYaml({
+  id,
+  deps = [],
+  sleepMs = 0,
+  wholeRun = false,
+  critic = false,
+  path = `${id}.txt`,
+}) {
   const steps = [];
   if (sleepMs > 0) steps.push(`- ${wholeRun ? 'sleep_until' : 'sleep'}: ${sleepMs}ms`);
   steps.push(`- write: {path: ${path}, content: "${id} done"}`);

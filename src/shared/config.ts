@@ -59,7 +59,7 @@ const envSchema = z.object({
   FLOTILLA_WATCHMAN: z.string().optional(),
   /**
    * Without a monitor, how a warm checkout finds what an attempt left that git does not track
-   * (workspace/dir-record.ts): `auto` scans its changed directories on trees of 10,000 files or
+   * (workspace/dir-record.ts): `auto` scans its changed directories on trees of 50,000 files or
    * more and lets git walk smaller ones, `on` always scans, `off` always walks.
    */
   FLOTILLA_CHECKOUT_SCAN: z.enum(['auto', 'on', 'off']).default('auto'),

@@ -194,7 +194,7 @@ class WatchmanMonitor implements FileMonitor {
     const spec = { since: clock, fields: ['name', 'exists', 'type', 'new'], empty_on_fresh_instance: true };
     const answer = await this.query(dir, spec, Math.floor(this.answerMs / 2));
     // A fresh instance: Watchman restarted or recrawled, so it cannot say what changed since then.
-    if (!answer || answer.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
+    if (answer?.is_fresh_instance !== false || !Array.isArray(answer.files)) return null;
     if (typeof answer.clock !== 'string') return null;
     return { changes: answer.files as MonitoredChange[], clock: answer.clock };
   }

@@ -45,7 +45,7 @@ export async function scannedWorktree(dir: string): Promise<WorktreeState | null
  * The two listings as one: each path once, as the first listing (the tracked files') has it, so a
  * path both staged for deletion and on disk untracked is the deletion, as in a whole-tree status.
  */
-export function mergeListings(tracked: WorktreeState, others: WorktreeState): WorktreeState {
+function mergeListings(tracked: WorktreeState, others: WorktreeState): WorktreeState {
   const seen = new Set(tracked.changes.map((change) => change.path));
   return {
     head: tracked.head,
@@ -117,7 +117,7 @@ async function removeEmptied(dir: string, changed: readonly string[]): Promise<v
 }
 
 /** `-e` patterns for setup's outputs, which `git clean -x` still honours. */
-export function excludes(keep: readonly string[]): string[] {
+function excludes(keep: readonly string[]): string[] {
   return keep.flatMap((pattern) => ['-e', pattern]);
 }
 
