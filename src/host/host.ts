@@ -77,10 +77,6 @@ const SWEEP_MS = 30_000;
 /** How long running CLIs may finish after the first stop signal before they are killed. */
 const DEFAULT_GRACE_MS = 30_000;
 
-/**
- * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
- * critic and mission, advertises itself in the registry, and obeys cancel messages.
- */
 /** How warm checkouts find what git does not track, without a monitor (workspace/dir-record.ts). */
 function scanNote(setting: ScanSetting): string {
   if (setting === 'off') return 'are walked (FLOTILLA_CHECKOUT_SCAN=off)';
@@ -88,6 +84,10 @@ function scanNote(setting: ScanSetting): string {
   return `of ${SCANNED_TREE_FILES.toLocaleString('en-US')} files or more scan their changed folders, smaller ones are walked`;
 }
 
+/**
+ * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
+ * critic and mission, advertises itself in the registry, and obeys cancel messages.
+ */
 export async function startHost(options: HostOptions): Promise<Host> {
   const config = options.config;
   await assertGitVersion();

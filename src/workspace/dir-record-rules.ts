@@ -95,3 +95,34 @@ export function outermost(paths: readonly string[]): string[] {
     return true;
   });
 }
+
+/** The folder `path` is in (`''` for the top). */
+export function parentOf(path: string): string {
+  return path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
+}
+
+export interface CleanPlan {
+  /** What `git clean` is given: the scan's entries and the paths the index moved, outermost only. */
+  readonly paths: readonly string[];
+  /** The folders the clean may empty: the changed ones, and those of the paths the index moved. */
+  readonly touched: readonly string[];
+}
+
+/**
+ * The scanned reset's clean: the changed folders' entries (`entries`), and the paths where the
+ * index had moved off the clean commit (`unstaged`: `git rm --cached` leaves an untracked file in a
+ * folder that did not change) but setup's kept outputs.
+ */
+export function cleanPlan(
+  entries: readonly string[],
+  changed: readonly string[],
+  unstaged: readonly string[],
+  keep: readonly string[],
+): CleanPlan {
+  const kept = keptPaths(keep);
+  const moved = unstaged.filter((path) => path !== '' && !isUnder(path, kept));
+  return {
+    paths: outermost([...entries, ...moved]),
+    touched: [...new Set([...changed, ...moved.map(parentOf)])],
+  };
+}

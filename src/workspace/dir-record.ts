@@ -12,8 +12,10 @@
  */
 import { type Dirent, lstatSync, readdirSync } from 'node:fs';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { z } from 'zod';
 import {
   childPath,
+  type DirEntry,
   type DirNow,
   type DirRecord,
   dirChange,
@@ -52,6 +54,15 @@ export function scanSetting(env: Readonly<Record<string, string | undefined>> = 
   return value === 'on' || value === 'off' ? value : 'auto';
 }
 
+/** The record file as written by writeDirRecord(); anything else is no record (the caller walks). */
+const RecordFile = z.object({
+  version: z.literal(1),
+  mode: z.enum(['scan', 'walk']),
+  commit: z.string(),
+  keep: z.array(z.string()),
+  dirs: z.record(z.string(), z.tuple([z.number(), z.number()])),
+});
+
 export function dirRecordFile(dir: string): string {
   return `${dir}.dirs.json`;
 }
@@ -83,8 +94,9 @@ export async function readDirRecord(dir: string): Promise<LoadedRecord | null> {
       cached.size === info.size
     )
       return cached.loaded;
-    const record = JSON.parse(await readFile(file, 'utf8')) as DirRecord;
-    if (record.version !== 1 || (record.mode !== 'scan' && record.mode !== 'walk')) return null;
+    const parsed = RecordFile.safeParse(JSON.parse(await readFile(file, 'utf8')));
+    if (!parsed.success) return null;
+    const record: DirRecord = parsed.data;
     // The time read before the content: a record rewritten in between is read again next time.
     const loaded = { record, markerMs: info.mtimeMs };
     known.set(file, { loaded, ino: info.ino, size: info.size });
@@ -143,6 +155,21 @@ async function statDirs(dir: string, paths: readonly string[]): Promise<Map<stri
 
 function readEntries(dir: string, path: string): Dirent[] {
   return readdirSync(path === '' ? dir : `${dir}/${path}`, { withFileTypes: true });
+}
+
+/**
+ * A changed folder's entries, or null when a name is not UTF-8: Node would read it with U+FFFD in
+ * place of the bytes, a path that names nothing for git, and the file would never be cleaned.
+ */
+function readNamedEntries(dir: string, path: string): DirEntry[] | null {
+  const raw = readdirSync(path === '' ? dir : `${dir}/${path}`, { withFileTypes: true, encoding: 'buffer' });
+  const entries: DirEntry[] = [];
+  for (const entry of raw) {
+    const name = entry.name.toString('utf8');
+    if (!Buffer.from(name, 'utf8').equals(entry.name)) return null;
+    entries.push({ name, isDirectory: entry.isDirectory() });
+  }
+  return entries;
 }
 
 interface Walked {
@@ -209,7 +236,8 @@ export interface Scan {
 
 /**
  * What changed in `dir` since the record: every directory stat-ed, the changed ones read. Null
- * when there are more than `limit` paths to look at (git's walk is as cheap then).
+ * when there are more than `limit` paths to look at (git's walk is as cheap then), or a name git
+ * could not be given (not UTF-8): the caller walks.
  */
 export async function scanChanges(
   dir: string,
@@ -232,7 +260,8 @@ export async function scanChanges(
   const newDirs: string[] = [];
   let bytes = 0;
   for (const parent of changed) {
-    const entries = readEntries(dir, parent).map((e) => ({ name: e.name, isDirectory: e.isDirectory() }));
+    const entries = readNamedEntries(dir, parent);
+    if (!entries) return null;
     const folders = new Set(entries.filter((e) => e.isDirectory).map((e) => childPath(parent, e.name)));
     for (const path of entriesToLook(parent, entries, isRecorded, record.keep)) {
       paths.push(path);

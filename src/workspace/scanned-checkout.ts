@@ -6,13 +6,13 @@
  * warm-checkout.ts, a task saves git's read of every directory with its ignore rules twice: half
  * of the listing's `git status` and the whole of the reset's `git clean`.
  */
-import { readdir, rmdir } from 'node:fs/promises';
+import { lstat, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { detachedHead, indexLocked } from './checkout-head.js';
+import { detachedHead } from './checkout-head.js';
 import { type LoadedRecord, readDirRecord, recordDirs, rerecord, scanChanges } from './dir-record.js';
-import { outermost, sameKeep } from './dir-record-rules.js';
+import { cleanPlan, parentOf, sameKeep } from './dir-record-rules.js';
 import { runGit } from './git.js';
-import { isUnder, keptPaths, MONITORED_PATHS_LIMIT } from './monitored-paths.js';
+import { MONITORED_PATHS_LIMIT } from './monitored-paths.js';
 import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 /** The checkout's record when it holds for a scan that keeps `keep`; null: walk instead. */
@@ -28,11 +28,14 @@ async function scannable(dir: string, keep?: readonly string[]): Promise<LoadedR
  * tracked files alone (`-uno`: the `lstat` walk, no directory read), and the changed directories'
  * entries with everything below the new ones, where git says which are untracked and which it
  * ignores. Null when the record does not hold (HEAD is not the commit it was clean at: the agent
- * committed or switched branches) or there is too much to look at: the caller walks.
+ * committed or switched branches), the tree has submodules, or there is too much to look at: the
+ * caller walks.
  */
 export async function scannedWorktree(dir: string): Promise<WorktreeState | null> {
   const loaded = await scannable(dir);
   if (!loaded || (await detachedHead(dir)) !== loaded.record.commit) return null;
+  // `-uno` also hides a submodule's untracked files, which a whole-tree status reports (`S..U`).
+  if (await exists(join(dir, '.gitmodules'))) return null;
   const scan = await scanChanges(dir, loaded);
   if (!scan) return null;
   const tracked = await readWorktree(dir, { untracked: false });
@@ -64,34 +67,29 @@ function mergeListings(tracked: WorktreeState, others: WorktreeState): WorktreeS
  */
 export async function scannedReset(dir: string, commit: string, keep: readonly string[]): Promise<boolean> {
   const loaded = await scannable(dir, keep);
-  // A lock a killed git left would break this checkout: the walk's checkout reports it.
-  if (!loaded || (await indexLocked(dir))) return false;
+  if (!loaded) return false;
   const moved = await runGit(
     ['diff-index', '--cached', '--name-only', '-z', '--no-renames', loaded.record.commit],
     { cwd: dir, env: { GIT_OPTIONAL_LOCKS: '0' } },
   );
+  // A lock a killed git left fails this checkout, and the caller discards the checkout.
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
-  const kept = keptPaths(keep);
-  const unstaged = moved.stdout.split('\0').filter((path) => path && !isUnder(path, kept));
+  const unstaged = moved.stdout.split('\0');
   const scan = unstaged.length <= MONITORED_PATHS_LIMIT ? await scanChanges(dir, loaded) : null;
   if (!scan) {
     await cleanAll(dir, keep);
     await recordDirs(dir, commit, keep);
     return true;
   }
-  const paths = outermost([...scan.paths, ...unstaged]);
-  if (paths.length > 0) {
-    await runGit(['clean', '-ffdxq', ...excludes(keep), '--', ...paths.map(literalPathspec)], { cwd: dir });
+  const plan = cleanPlan(scan.paths, scan.changed, unstaged, keep);
+  if (plan.paths.length > 0) {
+    await runGit(['clean', '-ffdxq', ...excludes(keep), '--', ...plan.paths.map(literalPathspec)], {
+      cwd: dir,
+    });
   }
-  // The folders the clean may have emptied: the changed ones, and those of the unstaged paths.
-  const touched = [...new Set([...scan.changed, ...unstaged.map(parentOf)])];
-  await removeEmptied(dir, touched);
-  await rerecord(dir, loaded, scan, commit, touched);
+  await removeEmptied(dir, plan.touched);
+  await rerecord(dir, loaded, scan, commit, plan.touched);
   return true;
-}
-
-function parentOf(path: string): string {
-  return path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
 }
 
 /**
@@ -124,4 +122,11 @@ function excludes(keep: readonly string[]): string[] {
 /** Removes every untracked file, ignored ones too, except setup's outputs: git walks the tree. */
 export async function cleanAll(dir: string, keep: readonly string[]): Promise<void> {
   await runGit(['clean', '-ffdxq', ...excludes(keep)], { cwd: dir });
+}
+
+function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -90,6 +90,17 @@ export async function ignoredEntries(dir: string): Promise<string[]> {
     .map((path) => `/${path}`);
 }
 
+/**
+ * Untracked entries git does not ignore (folders collapsed): setup's outputs among them are not
+ * kept (a reset removes them, and the attempt's listing shows them as the attempt's).
+ */
+export async function untrackedEntries(dir: string): Promise<string[]> {
+  const { stdout } = await runGit(['ls-files', '-z', '--others', '--exclude-standard', '--directory'], {
+    cwd: dir,
+  });
+  return stdout.split('\0').filter(Boolean);
+}
+
 export type ClaimCleanup =
   /** Nothing but setup's outputs is ignored: the checkout is as a fresh one plus setup. */
   | { readonly kind: 'none' }

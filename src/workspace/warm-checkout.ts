@@ -28,6 +28,7 @@ import {
   readCheckoutState,
   type SetupSpec,
   setupOutputs,
+  untrackedEntries,
   writeCheckoutState,
 } from './setup.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
@@ -256,7 +257,12 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
     setup: { commandsKey: commandsKey(setup), inputsKey: key, keep },
     ...(await cleanMark(lease.dir, options.commit)),
   });
-  if (!(await fileMonitor())) await recordDirs(lease.dir, options.commit, keep);
+  if (!(await fileMonitor())) {
+    // What setup made that git neither tracks nor ignores is not clean: the walks show it to the
+    // attempt and remove it at the next reset, and so must the folder record, which it would hide.
+    if ((await untrackedEntries(lease.dir)).length === 0) await recordDirs(lease.dir, options.commit, keep);
+    else await removeDirRecord(lease.dir);
+  }
   return { ran: true, log: log.join('\n') };
 }
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { dirChange, entriesToLook, outermost, sameKeep } from '../../src/workspace/dir-record-rules.js';
+import {
+  cleanPlan,
+  dirChange,
+  entriesToLook,
+  outermost,
+  parentOf,
+  sameKeep,
+} from '../../src/workspace/dir-record-rules.js';
 
 describe('a directory record’s rules', () => {
   it.each([
@@ -54,5 +61,45 @@ describe('a directory record’s rules', () => {
     expect(sameKeep(['/a/', '/b/'], ['/b/', '/a/'])).toBe(true);
     expect(sameKeep(['/a/'], ['/a/', '/b/'])).toBe(false);
     expect(sameKeep([], [])).toBe(true);
+  });
+
+  it.each([
+    {
+      case: 'the changed folders’ entries alone',
+      entries: ['a.txt', 'new'],
+      changed: [''],
+      unstaged: [''],
+      plan: { paths: ['a.txt', 'new'], touched: [''] },
+    },
+    {
+      case: 'a path the index alone moved, in a folder that did not change',
+      entries: [],
+      changed: [],
+      unstaged: ['lib/deep/two.txt', ''],
+      plan: { paths: ['lib/deep/two.txt'], touched: ['lib/deep'] },
+    },
+    {
+      case: 'a staged file inside a new folder: the folder alone, whole',
+      entries: ['made'],
+      changed: [''],
+      unstaged: ['made/deep/staged.txt'],
+      plan: { paths: ['made'], touched: ['', 'made/deep'] },
+    },
+    {
+      case: 'setup’s kept output staged: left alone',
+      entries: [],
+      changed: [],
+      unstaged: ['node_modules/pkg/index.js'],
+      plan: { paths: [], touched: [] },
+    },
+  ])('plans the scanned reset’s clean: $case', ({ entries, changed, unstaged, plan }) => {
+    expect(cleanPlan(entries, changed, unstaged, ['/node_modules/'])).toEqual(plan);
+  });
+
+  it.each([
+    ['a.txt', ''],
+    ['lib/deep/two.txt', 'lib/deep'],
+  ])('puts %s in folder %j', (path, parent) => {
+    expect(parentOf(path)).toBe(parent);
   });
 });

@@ -21,17 +21,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileMonitor, resetFileMonitor } from '../../src/shared/watchman.js';
+import { checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { dirRecordFile, readDirRecord, scanChanges } from '../../src/workspace/dir-record.js';
 import { runGit } from '../../src/workspace/git.js';
+import { openRepoCache } from '../../src/workspace/repo-cache.js';
 import { scannedWorktree } from '../../src/workspace/scanned-checkout.js';
 import { readWorktree } from '../../src/workspace/snapshot-changes.js';
-import { leaseCheckout, readLeasedWorktree, resetCheckout } from '../../src/workspace/warm-checkout.js';
 import {
+  ensureSetup,
+  leaseCheckout,
+  readLeasedWorktree,
+  resetCheckout,
+} from '../../src/workspace/warm-checkout.js';
+import {
+  bash,
   changeEverything,
   freshTree,
   git,
   ID,
   leasedAtBase,
+  repo,
   SETUP,
   sorted,
   treeOf,
@@ -135,6 +144,71 @@ describe('a warm checkout scanned by its directory record', () => {
     await git(lease.dir, 'add', 'made/deep/staged.txt');
     expect((await resetCheckout(lease.dir, target, keep)).how).toBe('scanned');
     expect(await treeOf(lease.dir)).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+    await lease.release();
+  });
+
+  it('lists and removes a file written only into a folder the previous reset made (the target’s)', async () => {
+    const { repoDir, lease: first, pool, target } = await leasedAtBase(scratch);
+    await first.release();
+    const lease = await leaseCheckout(pool, target, SETUP);
+    // newdir/ is the target's; the record must have it, or this file sits in a folder no scan reads.
+    await write(lease.dir, 'newdir/left.txt', 'an attempt’s file\n');
+    const scanned = await scannedWorktree(lease.dir);
+    expect(scanned?.changes.map((c) => c.path)).toEqual(['newdir/left.txt']);
+    await lease.release();
+    const again = await leaseCheckout(pool, target, SETUP);
+    expect(await treeOf(again.dir)).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+    await again.release();
+  });
+
+  it('walks when a changed folder holds a name that is not UTF-8, which no path given to git could name', async () => {
+    const { repoDir, lease, target, keep } = await leasedAtBase(scratch);
+    const name = Buffer.concat([
+      Buffer.from(join(lease.dir, 'lib/')),
+      Buffer.from([0xff]),
+      Buffer.from('-left.txt'),
+    ]);
+    await writeFile(name, 'an attempt’s file\n');
+    expect(await scannedWorktree(lease.dir)).toBeNull();
+    expect(sorted(await readLeasedWorktree(lease.dir))).toEqual(sorted(await readWorktree(lease.dir)));
+    await resetCheckout(lease.dir, target, keep);
+    expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+    expect(await treeOf(lease.dir)).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+    await lease.release();
+  });
+
+  it('leaves what setup made that git does not ignore to the walks, which list it and remove it, as without a record', async () => {
+    const { dir: repoDir, base, target } = await repo(scratch('repo'));
+    const cache = await openRepoCache({ repo: repoDir, cacheDir: scratch('cache') });
+    const pool = await checkoutPool(cache, { root: scratch('checkouts'), keep: 1 });
+    const setup = { commands: ['echo generated > lib/generated.c'], inputs: [] };
+    const lease = await leaseCheckout(pool, base, setup);
+    await ensureSetup({ lease, commit: base, setup, runCommand: bash });
+    expect(await readDirRecord(lease.dir)).toBeNull();
+    const listed = await readLeasedWorktree(lease.dir);
+    expect(sorted(listed)).toEqual(sorted(await readWorktree(lease.dir)));
+    expect(listed.changes.map((c) => c.path)).toContain('lib/generated.c');
+    await lease.release();
+    const next = await leaseCheckout(pool, target, setup);
+    expect(await treeOf(next.dir)).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+    expect((await readDirRecord(next.dir))?.record.mode).toBe('scan');
+    await next.release();
+  });
+
+  it('walks the listing of a tree with submodules: -uno hides their untracked files', async () => {
+    const { dir: sub } = await repo(scratch('sub'));
+    const { dir: repoDir, base } = await repo(scratch('repo'));
+    await git(repoDir, '-c', 'protocol.file.allow=always', 'submodule', 'add', '--quiet', sub, 'sub');
+    await git(repoDir, ...ID, 'commit', '--quiet', '-m', 'a submodule');
+    const withSub = await git(repoDir, 'rev-parse', 'HEAD');
+    const cache = await openRepoCache({ repo: repoDir, cacheDir: scratch('cache') });
+    const pool = await checkoutPool(cache, { root: scratch('checkouts'), keep: 1 });
+    const lease = await leaseCheckout(pool, withSub, undefined);
+    await git(lease.dir, '-c', 'protocol.file.allow=always', 'submodule', 'update', '--init', '--quiet');
+    await write(lease.dir, 'sub/untracked-in-sub.txt', 'left in the submodule\n');
+    expect(await scannedWorktree(lease.dir)).toBeNull();
+    expect(sorted(await readLeasedWorktree(lease.dir))).toEqual(sorted(await readWorktree(lease.dir)));
+    expect(base).not.toBe(withSub);
     await lease.release();
   });
 
