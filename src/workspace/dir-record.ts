@@ -232,6 +232,11 @@ export interface Scan {
   readonly changed: readonly string[];
   /** The directories among `paths` (ones the record lacks). */
   readonly newDirs: readonly string[];
+  /**
+   * Recorded folders with something else standing in their place now: a link to a folder (even
+   * the folder itself, moved away) lets git see the tracked files through it as they were.
+   */
+  readonly replaced: readonly string[];
 }
 
 /**
@@ -247,12 +252,14 @@ export async function scanChanges(
   const { record, markerMs } = loaded;
   const changed: string[] = [];
   const unchanged = new Map<string, RecordedDir>();
+  const replaced: string[] = [];
   let n = 0;
   for (const path in record.dirs) {
     const was = record.dirs[path] as RecordedDir;
     const change = dirChange(was, dirNow(dir, path), markerMs);
     if (change === 'changed') changed.push(path);
     else if (change === 'same') unchanged.set(path, was);
+    else if (standsAt(dir, path)) replaced.push(path);
     if (++n % CHUNK === 0) await yieldToLoop();
   }
   const isRecorded = (path: string) => path in record.dirs;
@@ -270,7 +277,16 @@ export async function scanChanges(
     }
     if (paths.length > limit || bytes > PATHS_BYTES_LIMIT) return null;
   }
-  return { paths, unchanged, changed, newDirs };
+  return { paths, unchanged, changed, newDirs, replaced };
+}
+
+/** True when something other than a folder stands at `path` (a file, a link). */
+function standsAt(dir: string, path: string): boolean {
+  try {
+    return lstatSync(`${dir}/${path}`, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 /**

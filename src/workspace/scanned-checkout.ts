@@ -87,8 +87,14 @@ export async function scannedReset(dir: string, commit: string, keep: readonly s
       cwd: dir,
     });
   }
-  await removeEmptied(dir, plan.touched);
-  await rerecord(dir, loaded, scan, commit, plan.touched);
+  if (scan.replaced.length > 0) {
+    // A link where a folder was let the checkout see the tracked files through it, unchanged; the
+    // clean just removed the link, so the folder's files go back now.
+    await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
+  }
+  const touched = [...plan.touched, ...scan.replaced];
+  await removeEmptied(dir, touched);
+  await rerecord(dir, loaded, scan, commit, touched);
   return true;
 }
 

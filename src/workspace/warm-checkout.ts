@@ -39,7 +39,7 @@ import { readWorktree, type WorktreeState } from './snapshot-changes.js';
  *   and the paths where the index differs from `commit` are put back (monitored-checkout.ts).
  * - Without a monitor, a large tree's record of its directories leaves git one walk, the `lstat`
  *   of the tracked files, and a `git clean` of the changed directories' entries (scanned-checkout.ts).
- * - Otherwise, or when either cannot say, git walks the whole tree: `checkout --force`, then `clean`.
+ * - Otherwise, or when either cannot say, git walks the whole tree: `clean`, then `checkout --force`.
  */
 export async function resetCheckout(
   dir: string,
@@ -54,8 +54,10 @@ export async function resetCheckout(
   // With a monitor the dispatch folders stay (emptied), as in resetChanged(): Watchman 4.9 answers
   // the deletion of a folder with a crawl of the folder above it, the whole tree for `.planning`.
   const holding = monitor !== null && (await holdDispatchFolders(dir));
-  await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
+  // The clean first: a link standing where a folder was (even to that folder, moved away) would
+  // show the checkout the tracked files through it, unchanged, and go with the clean after it.
   await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
+  await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
   if (holding) await emptyDispatchFolders(dir);
   await recordWalked(dir, commit, keep, monitor !== null);
   return { how: 'whole-tree' };

@@ -1,4 +1,15 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -307,6 +318,26 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     expect(p.claim('m/t/1', base)).toBeNull(); // the verify that comes late finds it gone
     await next.release();
     expect(p.counts()).toEqual({ idle: 1, leased: 0, parked: 0 });
+  });
+
+  it('puts back a folder an attempt moved away and linked to, the link gone and the moved folder untouched', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const first = await leaseCheckout(p, base, undefined);
+    // Git sees src/a.txt through the link as it was (same inode, same times): unchanged.
+    const away = join(root, `moved-away-${++counter}`);
+    await rename(join(first.dir, 'src'), away);
+    await symlink(away, join(first.dir, 'src'));
+    await writeFile(join(away, 'left.txt'), 'written through the link\n');
+    await first.release();
+
+    const second = await leaseCheckout(p, base, undefined);
+    expect(second.dir).toBe(first.dir);
+    expect((await lstat(join(second.dir, 'src'))).isDirectory()).toBe(true);
+    expect(await readFile(join(second.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    expect(await git(second.dir, 'status', '--porcelain', '--ignored')).toBe('');
+    expect((await readdir(away)).sort()).toEqual(['a.txt', 'left.txt']);
+    await second.release();
   });
 
   it('discards a checkout whose reset fails and gives a clean one instead', async () => {
