@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { adaptersCheck } from '../../src/cli/commands/adapters-check.js';
 import { ROOT } from '../helpers/paths.js';
+import { createRandom, type Random } from '../helpers/random.js';
 
 /**
  * Malformed input at the edges a user touches: a few hundred adapter files from a seeded generator
@@ -20,22 +21,6 @@ const ADAPTER_CASES = 320;
 const CLI_SAMPLE = 20;
 const MISSION_CASES = 20;
 const BIN = join(ROOT, 'bin', 'flotilla.js');
-
-/** mulberry32, as in the other fuzz tests. */
-function createRandom(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-  const int = (below: number) => Math.floor(next() * below);
-  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
-  return { next, int, pick, chance: (p: number) => next() < p };
-}
-type Random = ReturnType<typeof createRandom>;
 
 type Value = string | number | boolean | null | Value[] | { [key: string]: Value };
 type Config = Record<string, Value>;

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
 import { loadMission } from '../../src/mission/load.js';
 import { formatPath, type PathSegment } from '../../src/shared/validation/yaml-lines.js';
+import { createRandom, type Random } from '../helpers/random.js';
 
 /**
  * Hundreds of malformed missions from a seeded generator: whatever the file holds, loadMission
@@ -15,22 +16,6 @@ import { formatPath, type PathSegment } from '../../src/shared/validation/yaml-l
  */
 const SEED = 0xf10_7111a;
 const CASES = 360;
-
-/** mulberry32: tiny, deterministic, good enough to pick mutations. */
-function createRandom(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-  const int = (below: number) => Math.floor(next() * below);
-  const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
-  return { next, int, pick, chance: (p: number) => next() < p };
-}
-type Random = ReturnType<typeof createRandom>;
 
 /**
  * yaml 2.9's folding of long double-quoted lines can cut an emoji's surrogate pair in two at the

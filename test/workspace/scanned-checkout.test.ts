@@ -47,6 +47,7 @@ import {
   wholeStatus,
   write,
 } from '../helpers/checkout-changes.js';
+import { createRandom, type Random } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
@@ -270,17 +271,6 @@ describe('a warm checkout scanned by its directory record', () => {
   });
 });
 
-/** A small deterministic generator (mulberry32), so a failing sequence can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const NAMES = [
   'a.txt',
   'b.txt',
@@ -296,8 +286,8 @@ const NAMES = [
 ];
 
 /** One random change an agent or a criterion could make; errors (a path in the way) are skipped. */
-async function randomChange(dir: string, next: () => number): Promise<void> {
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+async function randomChange(dir: string, random: Random): Promise<void> {
+  const { next, pick } = random;
   const path = pick(NAMES);
   const full = join(dir, path);
   const actions = [
@@ -321,16 +311,16 @@ describe('a scanned checkout under random changes', () => {
     'lists and resets exactly as the whole-tree walks do, lease after lease (seed %i)',
     async (seed) => {
       const { repoDir, lease: first, pool, base, target } = await leasedAtBase(scratch);
-      const next = random(seed);
+      const random = createRandom(seed);
       const dir = first.dir;
       let lease = first;
       for (let round = 0; round < 12; round++) {
-        for (let n = 0; n < 6; n++) await randomChange(dir, next);
+        for (let n = 0; n < 6; n++) await randomChange(dir, random);
         const scanned = await scannedWorktree(dir);
         if (scanned) expect(sorted(scanned), `round ${round}`).toEqual(sorted(await readWorktree(dir)));
-        for (let n = 0; n < 3; n++) await randomChange(dir, next);
+        for (let n = 0; n < 3; n++) await randomChange(dir, random);
         await lease.release();
-        const commit = next() < 0.5 ? base : target;
+        const commit = random.chance(0.5) ? base : target;
         lease = await leaseCheckout(pool, commit, SETUP);
         expect(await wholeStatus(dir), `round ${round}`).toBe('!! node_modules/');
         expect(await treeOf(dir), `round ${round}`).toEqual(
