@@ -91,13 +91,15 @@ export async function ignoredEntries(dir: string): Promise<string[]> {
 }
 
 /**
- * Untracked entries git does not ignore (folders collapsed): setup's outputs among them are not
- * kept (a reset removes them, and the attempt's listing shows them as the attempt's).
+ * Untracked entries git does not ignore (folders collapsed, empty ones left out: flotilla's own
+ * dispatch folders are kept empty under a monitor): setup's outputs among them are not kept (a
+ * reset removes them, and the attempt's listing shows them as the attempt's).
  */
 export async function untrackedEntries(dir: string): Promise<string[]> {
-  const { stdout } = await runGit(['ls-files', '-z', '--others', '--exclude-standard', '--directory'], {
-    cwd: dir,
-  });
+  const { stdout } = await runGit(
+    ['ls-files', '-z', '--others', '--exclude-standard', '--directory', '--no-empty-directory'],
+    { cwd: dir },
+  );
   return stdout.split('\0').filter(Boolean);
 }
 

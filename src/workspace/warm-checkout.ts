@@ -254,15 +254,17 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
     }
   }
   const keep = setupOutputs(before, await ignoredEntries(lease.dir), keptEarlier);
-  // Clean again, setup's outputs included: the monitor's record, or the directories', starts after them.
+  // What setup made that git neither tracks nor ignores is not clean: the walks show it to the
+  // attempt and remove it at the next reset, and so must a monitor's record or the folder
+  // record, which would count it as clean and hide it.
+  const clean = (await untrackedEntries(lease.dir)).length === 0;
   await writeCheckoutState(file, {
     setup: { commandsKey: commandsKey(setup), inputsKey: key, keep },
-    ...(await cleanMark(lease.dir, options.commit)),
+    // Clean again, setup's outputs included: the records start after them.
+    ...(clean ? await cleanMark(lease.dir, options.commit) : {}),
   });
   if (!(await fileMonitor())) {
-    // What setup made that git neither tracks nor ignores is not clean: the walks show it to the
-    // attempt and remove it at the next reset, and so must the folder record, which it would hide.
-    if ((await untrackedEntries(lease.dir)).length === 0) await recordDirs(lease.dir, options.commit, keep);
+    if (clean) await recordDirs(lease.dir, options.commit, keep);
     else await removeDirRecord(lease.dir);
   }
   return { ran: true, log: log.join('\n') };

@@ -27,6 +27,7 @@ import {
   ensureSetup,
   leaseCheckout,
   noteLeftIgnored,
+  readLeasedWorktree,
   type SetupFailure,
 } from '../../src/workspace/warm-checkout.js';
 
@@ -337,6 +338,21 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     expect(await readFile(join(second.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
     expect(await git(second.dir, 'status', '--porcelain', '--ignored')).toBe('');
     expect((await readdir(away)).sort()).toEqual(['a.txt', 'left.txt']);
+    await second.release();
+  });
+
+  it('lists what setup made that git does not ignore as the attempt’s, and removes it at the next reset', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const setup = { commands: ['echo generated > src/generated.c'], inputs: [] };
+    const first = await leaseCheckout(p, base, setup);
+    await ensureSetup({ lease: first, commit: base, setup, runCommand: bash });
+    const listed = await readLeasedWorktree(first.dir);
+    expect(listed.changes.map((c) => c.path)).toEqual(['src/generated.c']);
+    expect(listed).toEqual(await readWorktree(first.dir));
+    await first.release();
+    const second = await leaseCheckout(p, base, setup);
+    expect(await git(second.dir, 'status', '--porcelain', '--ignored')).toBe('');
     await second.release();
   });
 
