@@ -2,7 +2,7 @@
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { runGit } from './git.js';
-import { type RepoCache, trackingRef } from './repo-cache.js';
+import type { RepoCache } from './repo-cache.js';
 
 /** The latest integration commit, after a fetch; a clear error when the mission was never prepared. */
 export async function integrationCommit(cache: RepoCache, missionId: string): Promise<string> {
@@ -37,16 +37,19 @@ export async function diffAgainstIntegration(options: DiffAgainstIntegrationOpti
   const cap = options.maxChars ?? DEFAULT_DIFF_CAP;
   const integration = integrationBranch(missionId);
   await cache.fetch([integration, branch]);
-  for (const name of [integration, branch]) {
-    if (!(await cache.remoteCommit(name)))
-      throw new FlotillaError('git/failed', `${cache.repo}: branch ${name} not found`);
+  const [from, to] = await Promise.all([integration, branch].map((name) => cache.remoteCommit(name)));
+  for (const [name, commit] of [
+    [integration, from],
+    [branch, to],
+  ] as const) {
+    if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${name} not found`);
   }
   const args = [
     'diff',
     '--no-color',
     '--no-ext-diff',
     '--find-renames',
-    `${trackingRef(integration)}...${trackingRef(branch)}`,
+    `${from}...${to}`,
     '--',
     '.',
     ':(exclude).planning/',

@@ -1,6 +1,6 @@
-/** A warm checkout's git state read from its files, without starting git. */
-import { lstat, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+/** A warm checkout's git state read from its files, and its HEAD moved, without starting git. */
+import { lstat, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
 export async function gitDirOf(dir: string): Promise<string> {
@@ -27,4 +27,57 @@ export async function indexLocked(dir: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** The git directory a worktree shares with its repository (its `commondir` file names it). */
+async function commonDirOf(gitDir: string): Promise<string> {
+  const common = (await readFile(join(gitDir, 'commondir'), 'utf8').catch(() => '')).trim();
+  return common === '' ? gitDir : resolve(gitDir, common);
+}
+
+/**
+ * True when `id` is a loose object in the checkout's object store or one it borrows from (its
+ * `objects/info/alternates`): what a small `fast-import` into the mission repo leaves. A packed
+ * object answers false, and the caller asks git.
+ */
+async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> {
+  const objects = join(await commonDirOf(gitDir), 'objects');
+  const alternates = (await readFile(join(objects, 'info', 'alternates'), 'utf8').catch(() => ''))
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => (isAbsolute(line) ? line : resolve(objects, line)));
+  for (const dir of [objects, ...alternates]) {
+    const found = await lstat(join(dir, id.slice(0, 2), id.slice(2))).then(
+      (info) => info.isFile(),
+      () => false,
+    );
+    if (found) return true;
+  }
+  return false;
+}
+
+/**
+ * Points the checkout's HEAD at `commit`, detached, as `git update-ref --no-deref HEAD` does (a
+ * lock file renamed into place; the checkout's reflog is not kept), when the checkout can see the
+ * commit as a loose object. False, with nothing changed, when it cannot tell or the lock is taken:
+ * the caller then runs git, which refuses a commit it cannot see.
+ */
+export async function writeDetachedHead(dir: string, commit: string): Promise<boolean> {
+  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) return false;
+  const gitDir = await gitDirOf(dir);
+  if (!(await looseObjectVisible(gitDir, commit))) return false;
+  const lock = join(gitDir, 'HEAD.lock');
+  try {
+    await writeFile(lock, `${commit}\n`, { flag: 'wx' });
+  } catch {
+    return false;
+  }
+  try {
+    await rename(lock, join(gitDir, 'HEAD'));
+    return true;
+  } catch {
+    await rm(lock, { force: true });
+    return false;
+  }
 }

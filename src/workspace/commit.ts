@@ -2,6 +2,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
+import { writeDetachedHead } from './checkout-head.js';
 import { type ImportEntry, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
@@ -95,8 +96,9 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
     ]);
   const target = fullRef(options.ref);
   // A local mission repo takes the commits first, setting the attempt's ref. The checkout borrows
-  // that repo's objects (repo-cache.ts), so moving its HEAD is one `update-ref`; git refuses to
-  // point a ref at an object it cannot see, and then the checkout gets its own import.
+  // that repo's objects (repo-cache.ts), so moving its HEAD is a file written (or one `update-ref`
+  // where only git can tell); git refuses to point a ref at an object it cannot see, and then the
+  // checkout gets its own import.
   const local = options.localRepo;
   const published =
     local === undefined
@@ -105,11 +107,12 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   let ids = published;
   if (published) {
     await housekeep(local ?? '');
-    const moved = await runGit(['update-ref', '--no-deref', 'HEAD', published[1] ?? ''], {
-      cwd: dir,
-      allowFailure: true,
-    });
-    if (moved.exitCode !== 0) ids = null;
+    const head = published[1] ?? '';
+    const moved =
+      (await writeDetachedHead(dir, head)) ||
+      (await runGit(['update-ref', '--no-deref', 'HEAD', head], { cwd: dir, allowFailure: true }))
+        .exitCode === 0;
+    if (!moved) ids = null;
   }
   ids ??= await fastImport(dir, streamFor('HEAD'));
   const [workCommit = '', commit = ''] = ids;

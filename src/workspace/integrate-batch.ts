@@ -1,18 +1,13 @@
 /**
- * One batch of the gate's merge (integrate.ts): read the integration tip, find which work commits
- * it already holds, merge the rest one on top of the other with `git merge-tree --write-tree` +
- * `git commit-tree`, and publish the last with a compare-and-swap. Nothing is checked out.
+ * One batch of the gate's merge (integrate.ts): read the integration tip, merge the work commits one
+ * on top of the other with `git merge-tree --write-tree` + `git commit-tree` (a work commit the tip
+ * already holds merges to no change and gets no commit), and publish the last with a
+ * compare-and-swap. Nothing is checked out: three git processes for a batch of one.
  */
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, runGit } from './git.js';
-import {
-  lostCompareAndSwap,
-  type MergeRequest,
-  mergeCommitMessage,
-  parseRevList,
-  planBatch,
-} from './merge-batch.js';
+import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
 import { isRepoUrl, type RepoCache, trackingRef } from './repo-cache.js';
 
@@ -76,13 +71,10 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
   const place = placeOf(cache, missionId);
   const maxTries = first.maxTries ?? 8;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
-    if (place.remote) await cache.fetch([integrationBranch(missionId), ...requests.map((r) => r.ref)]);
-    const tip = await readTip(place, missionId);
-    const unmerged = await notInTip(
-      place.dir,
-      requests.map((r) => r.workCommit),
-      tip.commit,
-    );
+    // A local mission repo's tip is read from its files (no git); a URL's is fetched with the work.
+    const refs = place.remote ? requests.map((r) => r.ref) : [];
+    await cache.fetch([integrationBranch(missionId), ...refs]);
+    const tip = await readTip(cache, place, missionId);
     const plan = planBatch(
       requests.map(
         (r): MergeRequest => ({
@@ -91,14 +83,10 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
           message: mergeCommitMessage(r.message, missionId, r.attemptId),
         }),
       ),
-      unmerged,
     );
     const results: BatchResults = new Map();
-    for (const id of plan.alreadyIntegrated) {
-      results.set(id, { ok: true, commit: tip.commit, alreadyIntegrated: true });
-    }
     let head: Head = tip;
-    for (const merge of plan.merges) {
+    for (const merge of plan) {
       const merged = await mergeOne(place.dir, head, merge.workCommit, merge.message);
       if (merged.kind === 'merged') head = merged;
       const result = resultOf(merged, head.commit);
@@ -126,28 +114,38 @@ export class IntegrationContended extends FlotillaError {
   }
 }
 
-/** The integration tip and its tree, in one git call. */
-async function readTip(place: Place, missionId: string): Promise<{ commit: string; tree: string }> {
-  const result = await runGit(['rev-parse', `${place.tipRef}^{commit}`, `${place.tipRef}^{tree}`, '--'], {
-    cwd: place.dir,
-    allowFailure: true,
-  });
-  const [commit = '', tree = ''] = result.stdout.trim().split('\n');
-  if (result.exitCode !== 0 || commit === '' || tree === '') {
+/**
+ * Trees of integration commits this process made or read: the tip is almost always the merge the
+ * last batch published, so its tree is known without asking git. Bounded, oldest out first.
+ */
+const treeOfCommit = new Map<string, string>();
+const TREES_KEPT = 256;
+
+function rememberTree(commit: string, tree: string): void {
+  treeOfCommit.delete(commit);
+  treeOfCommit.set(commit, tree);
+  for (const oldest of treeOfCommit.keys()) {
+    if (treeOfCommit.size <= TREES_KEPT) break;
+    treeOfCommit.delete(oldest);
+  }
+}
+
+/** The integration tip (as the fetch just read it) and its tree. */
+async function readTip(cache: RepoCache, place: Place, missionId: string): Promise<Head> {
+  const commit = await cache.remoteCommit(integrationBranch(missionId));
+  const known = commit ? treeOfCommit.get(commit) : undefined;
+  if (commit && known) return { commit, tree: known };
+  const args = ['rev-parse', `${commit ?? place.tipRef}^{commit}`, `${commit ?? place.tipRef}^{tree}`, '--'];
+  const result = await runGit(args, { cwd: place.dir, allowFailure: true });
+  const [tip = '', tree = ''] = result.stdout.trim().split('\n');
+  if (result.exitCode !== 0 || tip === '' || tree === '') {
     throw new FlotillaError(
       'git/failed',
       `${place.dir}: integration branch ${integrationBranch(missionId)} not found (was the mission prepared?)`,
     );
   }
-  return { commit, tree };
-}
-
-/** The commits reachable from the work commits and not from the tip: one walk for the whole batch. */
-async function notInTip(dir: string, workCommits: readonly string[], tip: string): Promise<Set<string>> {
-  const args = ['rev-list', ...new Set(workCommits), `^${tip}`, '--'];
-  const result = await runGit(args, { cwd: dir, allowFailure: true });
-  if (result.exitCode !== 0) throw new FlotillaError('git/failed', describeGitFailure(args, result));
-  return parseRevList(result.stdout);
+  rememberTree(tip, tree);
+  return { commit: tip, tree };
 }
 
 type MergeOne =
@@ -190,6 +188,8 @@ async function mergeOne(dir: string, head: Head, workCommit: string, message: st
     return { kind: 'conflict', conflict, files };
   }
   // The work changed nothing the tip does not already hold: no merge commit for an empty change.
+  // That is also how a replayed gate finds its work merged: a work commit the tip already holds
+  // merges to the tip's own tree (the merge base is the work commit itself).
   if (outcome.tree === head.tree) return { kind: 'unchanged' };
   const commit = await runGit(
     [
@@ -206,7 +206,9 @@ async function mergeOne(dir: string, head: Head, workCommit: string, message: st
     ],
     { cwd: dir, input: message },
   );
-  return { kind: 'merged', commit: commit.stdout.trim(), tree: outcome.tree };
+  const merge = commit.stdout.trim();
+  rememberTree(merge, outcome.tree);
+  return { kind: 'merged', commit: merge, tree: outcome.tree };
 }
 
 async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {

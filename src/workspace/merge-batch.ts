@@ -1,7 +1,7 @@
 /**
- * Group commit at the gate, the pure part: which approved attempts of one batch still need a merge,
- * and what each request is told afterwards. The IO around it (merge-tree, commit-tree, the
- * compare-and-swap) is in integrate.ts.
+ * Group commit at the gate, the pure part: the merges one batch of approved attempts makes, and
+ * the messages they carry. The IO around it (merge-tree, commit-tree, the compare-and-swap) is in
+ * integrate-batch.ts.
  */
 
 export interface MergeRequest {
@@ -19,43 +19,19 @@ export interface PlannedMerge {
   readonly attemptIds: readonly string[];
 }
 
-export interface BatchPlan {
-  /** Already in the integration branch: a replayed gate after a publish. Settled without a merge. */
-  readonly alreadyIntegrated: readonly string[];
-  /** Merged in this order, each as its own merge commit on top of the one before. */
-  readonly merges: readonly PlannedMerge[];
-}
-
 /**
- * `unmerged` holds the work commits that are not ancestors of the integration tip (from
- * `git rev-list <work commits> ^<tip>`); every other request is integrated already.
+ * The merges of one batch, in arrival order, one per work commit (a job delivered twice asks
+ * twice, and both deliveries get the one outcome). Whether the integration tip already holds a work
+ * commit (a replayed gate after a publish) is the merge's to find: it merges to the tip's own tree.
  */
-export function planBatch(requests: readonly MergeRequest[], unmerged: ReadonlySet<string>): BatchPlan {
-  const alreadyIntegrated: string[] = [];
+export function planBatch(requests: readonly MergeRequest[]): PlannedMerge[] {
   const merges = new Map<string, { message: string; attemptIds: string[] }>();
   for (const request of requests) {
-    if (!unmerged.has(request.workCommit)) {
-      alreadyIntegrated.push(request.attemptId);
-      continue;
-    }
     const planned = merges.get(request.workCommit);
     if (planned) planned.attemptIds.push(request.attemptId);
     else merges.set(request.workCommit, { message: request.message, attemptIds: [request.attemptId] });
   }
-  return {
-    alreadyIntegrated,
-    merges: [...merges].map(([workCommit, planned]) => ({ workCommit, ...planned })),
-  };
-}
-
-/** The commits `git rev-list` printed, one oid a line. */
-export function parseRevList(stdout: string): Set<string> {
-  return new Set(
-    stdout
-      .split('\n')
-      .map((line) => line.trim())
-      .filter((line) => line !== ''),
-  );
+  return [...merges].map(([workCommit, planned]) => ({ workCommit, ...planned }));
 }
 
 /** The trailer that names the attempt a merge commit integrated, for people reading `git log`. */

@@ -14,6 +14,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { readRefFile } from './ref-files.js';
 
 export interface RepoCache {
   /** The mission repo as given to git: an absolute path or a URL. */
@@ -28,7 +29,10 @@ export interface RepoCache {
    * refs live outside `refs/heads/`, so a full fetch no longer grows with the attempts of a mission.
    */
   fetch(branches?: readonly string[]): Promise<void>;
-  /** The commit the cache's copy of a branch or ref points at after the last fetch (trackingRef()), or null. */
+  /**
+   * The commit the cache's copy of a branch or ref points at after the last fetch (trackingRef()),
+   * or null. A cache of a local mission repo keeps no copies: it reads the repo's own ref.
+   */
   remoteCommit(branch: string): Promise<string | null>;
   /**
    * Runs `task` while no other fetch, push or worktree change runs on this cache in this process.
@@ -147,7 +151,7 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
         if (!branches) fetched.clear();
         for (const name of branches ?? []) fetched.delete(trackingRef(name));
         if (local && branches && branches.length > 0) {
-          const commits = await readLocalRefs(local, dir, branches);
+          const commits = await readLocalRefs(local, branches);
           if (commits) {
             for (const [name, commit] of commits) fetched.set(trackingRef(name), commit);
             return;
@@ -170,8 +174,15 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
           (result) => describeGitFailure(fetchArgs, result),
         );
       }),
-    remoteCommit: async (branch) =>
-      fetched.get(trackingRef(branch)) ?? resolveCommit(dir, trackingRef(branch)),
+    remoteCommit: async (branch) => {
+      const known = fetched.get(trackingRef(branch));
+      if (known) return known;
+      // A local mission repo's refs are read where they are: the cache keeps no copy of them.
+      if (local) return (await readLocalRefs(local, [branch]))?.get(branch) ?? null;
+      const copy = await readRefFile(join(dir, '.git'), trackingRef(branch));
+      if (copy.kind === 'commit') return copy.commit;
+      return copy.kind === 'missing' ? null : resolveCommit(dir, trackingRef(branch));
+    },
   };
 }
 
@@ -209,17 +220,23 @@ async function borrowObjects(repo: string, dir: string): Promise<string | null> 
 }
 
 /**
- * A targeted fetch from a local mission repo whose objects the cache borrows: the refs are read
- * there (`for-each-ref`) and written here (`update-ref --stdin`), two small processes instead of
- * a fetch (fetch, upload-pack, and a pack of nothing). Null when a ref is missing there or the
- * update fails (a lock held by another process, say): the caller then fetches as usual.
+ * A targeted fetch from a local mission repo whose objects the cache borrows: nothing to copy, as
+ * a checkout sees every object there, so only the refs are read, from the repo's files (ref-files.ts)
+ * or, where only git can tell, with one `for-each-ref`. The cache keeps no copy of them (remoteCommit()
+ * reads them again). Null when a ref is missing there: the caller then fetches as usual, which
+ * reports it.
  */
-async function readLocalRefs(
-  gitDir: string,
-  dir: string,
-  names: readonly string[],
-): Promise<Map<string, string> | null> {
-  const wanted = names.map(remoteName);
+async function readLocalRefs(gitDir: string, names: readonly string[]): Promise<Map<string, string> | null> {
+  const commits = new Map<string, string>();
+  const unknown: string[] = [];
+  for (const name of names) {
+    const value = await readRefFile(gitDir, remoteName(name));
+    if (value.kind === 'missing') return null;
+    if (value.kind === 'commit') commits.set(name, value.commit);
+    else unknown.push(name);
+  }
+  if (unknown.length === 0) return commits;
+  const wanted = unknown.map(remoteName);
   const listed = await runGit(['for-each-ref', '--format=%(objectname) %(refname)', ...wanted], {
     cwd: gitDir,
     allowFailure: true,
@@ -231,15 +248,12 @@ async function readLocalRefs(
     const [commit, ref] = line.split(' ');
     if (commit && ref) found.set(ref, commit);
   }
-  const commits = new Map<string, string>();
-  for (const [i, name] of names.entries()) {
+  for (const [i, name] of unknown.entries()) {
     const commit = found.get(wanted[i] ?? '');
     if (!commit) return null;
     commits.set(name, commit);
   }
-  const input = [...commits].map(([name, commit]) => `update ${trackingRef(name)} ${commit}\n`).join('');
-  const updated = await runGit(['update-ref', '--stdin'], { cwd: dir, input, allowFailure: true });
-  return updated.exitCode === 0 ? commits : null;
+  return commits;
 }
 
 const LOCK_RETRIES = 4;

@@ -3,7 +3,6 @@ import {
   lostCompareAndSwap,
   type MergeRequest,
   mergeCommitMessage,
-  parseRevList,
   planBatch,
 } from '../../src/workspace/merge-batch.js';
 
@@ -15,62 +14,26 @@ const request = (attemptId: string, workCommit: string): MergeRequest => ({
 
 describe('planBatch', () => {
   it.each([
-    ['an empty batch', [], [], { alreadyIntegrated: [], merges: [] }],
+    ['an empty batch', [], []],
     [
-      'every request new: merged in arrival order',
+      'every request merged in arrival order',
       [request('a/a1', 'c1'), request('b/a1', 'c2'), request('c/a2', 'c3')],
-      ['c1', 'c2', 'c3'],
-      {
-        alreadyIntegrated: [],
-        merges: [
-          { workCommit: 'c1', message: 'merge a/a1', attemptIds: ['a/a1'] },
-          { workCommit: 'c2', message: 'merge b/a1', attemptIds: ['b/a1'] },
-          { workCommit: 'c3', message: 'merge c/a2', attemptIds: ['c/a2'] },
-        ],
-      },
-    ],
-    [
-      'a replayed gate whose merge was published before it could settle is not merged again',
-      [request('a/a1', 'c1'), request('b/a1', 'c2')],
-      ['c2'],
-      {
-        alreadyIntegrated: ['a/a1'],
-        merges: [{ workCommit: 'c2', message: 'merge b/a1', attemptIds: ['b/a1'] }],
-      },
+      [
+        { workCommit: 'c1', message: 'merge a/a1', attemptIds: ['a/a1'] },
+        { workCommit: 'c2', message: 'merge b/a1', attemptIds: ['b/a1'] },
+        { workCommit: 'c3', message: 'merge c/a2', attemptIds: ['c/a2'] },
+      ],
     ],
     [
       'a job delivered twice into one batch is merged once and both deliveries get its outcome',
-      [request('a/a1', 'c1'), request('a/a1', 'c1')],
-      ['c1'],
-      {
-        alreadyIntegrated: [],
-        merges: [{ workCommit: 'c1', message: 'merge a/a1', attemptIds: ['a/a1', 'a/a1'] }],
-      },
+      [request('a/a1', 'c1'), request('b/a1', 'c2'), request('a/a1', 'c1')],
+      [
+        { workCommit: 'c1', message: 'merge a/a1', attemptIds: ['a/a1', 'a/a1'] },
+        { workCommit: 'c2', message: 'merge b/a1', attemptIds: ['b/a1'] },
+      ],
     ],
-    [
-      'rev-list also prints commits below the work commits; only the work commits count',
-      [request('a/a1', 'c1')],
-      ['c0', 'c1'],
-      { alreadyIntegrated: [], merges: [{ workCommit: 'c1', message: 'merge a/a1', attemptIds: ['a/a1'] }] },
-    ],
-    [
-      'all integrated already',
-      [request('a/a1', 'c1'), request('b/a1', 'c2')],
-      [],
-      { alreadyIntegrated: ['a/a1', 'b/a1'], merges: [] },
-    ],
-  ])('%s', (_name, requests, unmerged, expected) => {
-    expect(planBatch(requests, new Set(unmerged))).toEqual(expected);
-  });
-});
-
-describe('parseRevList', () => {
-  it.each([
-    ['', []],
-    ['abc\n', ['abc']],
-    ['abc\ndef\n\n', ['abc', 'def']],
-  ])('%j', (stdout, expected) => {
-    expect([...parseRevList(stdout)]).toEqual(expected);
+  ])('%s', (_name, requests, expected) => {
+    expect(planBatch(requests)).toEqual(expected);
   });
 });
 

@@ -189,11 +189,43 @@ describe('a host cache of a local mission repo', () => {
 
     await cache.fetch([integrationBranch('m30')]);
     expect(await cache.remoteCommit(integrationBranch('m30'))).toBe(later);
-    expect(await git(cache.dir, 'rev-parse', `refs/remotes/origin/${integrationBranch('m30')}`)).toBe(later);
     // No `git fetch` ran (it writes FETCH_HEAD), and the commit was not copied into the cache.
     await expect(stat(fetchHead)).rejects.toThrow();
     expect(await storedHere(cache.dir, later)).toBe(false);
     expect(await git(cache.dir, 'cat-file', '-t', later)).toBe('commit');
+  });
+
+  it('reads the mission repo’s refs where they are, loose or packed, without a copy in the cache', async () => {
+    const prepared = await missionRepo('m36');
+    const { cache } = await host(prepared.repo);
+    const branch = integrationBranch('m36');
+    await cache.fetch([branch]);
+    const later = await git(
+      prepared.repo,
+      '-c',
+      'user.name=t',
+      '-c',
+      'user.email=t@t',
+      'commit-tree',
+      '-p',
+      prepared.baseCommit,
+      '-m',
+      'later',
+      `${prepared.baseCommit}^{tree}`,
+    );
+    await runGit(['update-ref', `refs/heads/${branch}`, later], { cwd: prepared.repo });
+    // Another stage's cache object, which fetched nothing: it reads the repo, not a stale copy.
+    const other = await openRepoCache({ repo: prepared.repo, cacheDir: join(cache.dir, '..') });
+    expect(await other.remoteCommit(branch)).toBe(later);
+    // Packed (`git gc` packs refs), then moved again as a loose ref over the packed one.
+    await runGit(['pack-refs', '--all'], { cwd: prepared.repo });
+    await cache.fetch([branch]);
+    expect(await cache.remoteCommit(branch)).toBe(later);
+    await runGit(['update-ref', `refs/heads/${branch}`, prepared.baseCommit], { cwd: prepared.repo });
+    await cache.fetch([branch]);
+    expect(await cache.remoteCommit(branch)).toBe(prepared.baseCommit);
+    await runGit(['update-ref', '-d', `refs/heads/${branch}`], { cwd: prepared.repo });
+    expect(await other.remoteCommit(branch)).toBeNull();
   });
 
   it('falls back to a fetch for a ref the mission repo lacks, and reports it missing as before', async () => {

@@ -1,0 +1,84 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { detachedHead, gitDirOf, writeDetachedHead } from '../../src/workspace/checkout-head.js';
+import { readGit, runGit } from '../../src/workspace/git.js';
+
+/**
+ * A worktree of a `clone --shared` of a repository, as a host's warm checkout of a local mission
+ * repo is: a commit made in the repository is a loose object the worktree borrows.
+ */
+let root: string;
+let origin: string;
+let worktree: string;
+let base: string;
+const identity = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
+
+async function commitIn(repo: string, message: string): Promise<string> {
+  const tree = await readGit(['mktree'], { cwd: repo, input: '' });
+  return readGit([...identity, 'commit-tree', tree, '-p', base, '-m', message], { cwd: repo });
+}
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-checkout-head-'));
+  origin = join(root, 'origin');
+  await runGit(['init', '--quiet', origin]);
+  await runGit([...identity, 'commit', '--quiet', '--allow-empty', '-m', 'base'], { cwd: origin });
+  base = await readGit(['rev-parse', 'HEAD'], { cwd: origin });
+  const cache = join(root, 'cache');
+  await runGit(['clone', '--quiet', '--no-checkout', '--shared', origin, cache]);
+  worktree = join(root, 'worktree');
+  await runGit(['worktree', 'add', '--quiet', '--detach', worktree, base], { cwd: cache });
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('writeDetachedHead', () => {
+  it('moves HEAD to a commit the checkout borrows from the repository it was cloned from', async () => {
+    const later = await commitIn(origin, 'later');
+    expect(await writeDetachedHead(worktree, later)).toBe(true);
+    expect(await detachedHead(worktree)).toBe(later);
+    expect(await readGit(['rev-parse', 'HEAD'], { cwd: worktree })).toBe(later);
+    expect(await readGit(['status', '--porcelain'], { cwd: worktree })).toBe('');
+  });
+
+  it('leaves HEAD alone for a commit the checkout cannot see, so git is asked (and refuses)', async () => {
+    const elsewhere = join(root, 'elsewhere');
+    await runGit(['init', '--quiet', elsewhere]);
+    await runGit([...identity, 'commit', '--quiet', '--allow-empty', '-m', 'other'], { cwd: elsewhere });
+    const foreign = await readGit(['rev-parse', 'HEAD'], { cwd: elsewhere });
+    const before = await detachedHead(worktree);
+    expect(await writeDetachedHead(worktree, foreign)).toBe(false);
+    expect(await detachedHead(worktree)).toBe(before);
+  });
+
+  it('leaves HEAD alone for a packed commit, which only git can find', async () => {
+    const packed = await commitIn(origin, 'packed');
+    await runGit(['update-ref', 'refs/heads/packed', packed], { cwd: origin });
+    await runGit(['repack', '-a', '-d', '-q'], { cwd: origin });
+    await runGit(['prune-packed'], { cwd: origin });
+    const before = await detachedHead(worktree);
+    expect(await writeDetachedHead(worktree, packed)).toBe(false);
+    expect(await detachedHead(worktree)).toBe(before);
+  });
+
+  it('leaves HEAD and a lock it did not take alone', async () => {
+    const later = await commitIn(origin, 'locked');
+    const lock = join(await gitDirOf(worktree), 'HEAD.lock');
+    await writeFile(lock, 'another git\n');
+    try {
+      const before = await detachedHead(worktree);
+      expect(await writeDetachedHead(worktree, later)).toBe(false);
+      expect(await detachedHead(worktree)).toBe(before);
+      expect(await readFile(lock, 'utf8')).toBe('another git\n');
+    } finally {
+      await rm(lock, { force: true });
+    }
+  });
+
+  it('refuses what is not an object id', async () => {
+    expect(await writeDetachedHead(worktree, 'refs/heads/main')).toBe(false);
+  });
+});
