@@ -21,11 +21,14 @@ export type ReadOriginStatus = (root: string) => Promise<OriginStatus | null>;
 /**
  * The statuses a process's runs share, per repository top. On the 80,000-file kernel tree a status
  * takes 0.15–0.2 s on an idle machine and several times that beside four running tasks
- * (docs/BENCHMARKS.md §8, §13), and a host's slots would each take two per run. A `before` joins any status still
- * in flight: the CLI has not started, so whatever it lists is the state before the run. An `after`
- * must not see the tree as it was before the CLI exited, so it joins only a status that started
- * after that exit (`since`, a `mark()` taken when the exit was seen) and starts its own otherwise.
- * A finished status is never reused.
+ * (docs/BENCHMARKS.md §8, §13), and a host's slots would each take two per run. A `before` joins any
+ * status still in flight, or takes the last one when it finished within `BEFORE_REUSE_MS`: the CLI
+ * has not started, so whatever it lists is the state before the run. An edit someone made in that
+ * moment then counts as made during the run, which costs no more than the `origin-changed` warning
+ * such an edit during the run gives anyway: an escape is proved only by the attempt's own files,
+ * which do not exist before its run (origin-verdict.ts). An `after` must not see the tree as it
+ * was before the CLI exited, so it joins only a status that started after that exit (`since`, a
+ * `mark()` taken when the exit was seen) and starts its own otherwise.
  */
 export interface OriginStatusReads {
   before(root: string): Promise<OriginStatus | null>;
@@ -34,22 +37,40 @@ export interface OriginStatusReads {
   mark(): number;
 }
 
-export function createOriginStatusReads(read: ReadOriginStatus = readOriginStatus): OriginStatusReads {
+/**
+ * How old a finished status a `before` takes. Four slots finishing runs every few hundred
+ * milliseconds leave one this fresh almost always, so a run costs one status instead of two.
+ */
+export const BEFORE_REUSE_MS = 1_000;
+
+export function createOriginStatusReads(
+  read: ReadOriginStatus = readOriginStatus,
+  now: () => number = () => performance.now(),
+): OriginStatusReads {
   // A logical clock, not the time of day: only the order of an exit and a status's start matters.
   let clock = 0;
   const inFlight = new Map<string, { readonly started: number; status: Promise<OriginStatus | null> }>();
+  const finished = new Map<string, { readonly at: number; readonly status: OriginStatus }>();
   const start = (root: string) => {
     const flight = { started: ++clock, status: Promise.resolve<OriginStatus | null>(null) };
     flight.status = read(root)
       .catch(() => null)
+      .then((status) => {
+        if (status) finished.set(root, { at: now(), status });
+        return status;
+      })
       .finally(() => {
         if (inFlight.get(root) === flight) inFlight.delete(root);
       });
     inFlight.set(root, flight);
     return flight.status;
   };
+  const fresh = (root: string) => {
+    const last = finished.get(root);
+    return last && now() - last.at <= BEFORE_REUSE_MS ? Promise.resolve(last.status) : null;
+  };
   return {
-    before: (root) => inFlight.get(root)?.status ?? start(root),
+    before: (root) => inFlight.get(root)?.status ?? fresh(root) ?? start(root),
     after: (root, since) => {
       const flight = inFlight.get(root);
       return flight && flight.started > since ? flight.status : start(root);

@@ -12,6 +12,7 @@ import {
   watchOrigin,
 } from '../../src/agent/origin-guard.js';
 import {
+  BEFORE_REUSE_MS,
   createOriginStatusReads,
   type OriginStatus,
   porcelainEntries,
@@ -210,18 +211,38 @@ describe('shared status reads', () => {
     return { read, pending };
   }
 
-  it('lets a before join a status in flight, never one that has finished', async () => {
+  it('lets a before join a status in flight, or take one that finished within a second', async () => {
     const fake = fakeReader();
-    const reads = createOriginStatusReads(fake.read);
+    let time = 0;
+    const reads = createOriginStatusReads(fake.read, () => time);
     const a = reads.before('/r');
     const b = reads.before('/r');
     expect(fake.pending).toHaveLength(1);
     fake.pending[0]?.finish();
     expect(await a).toBe(await b);
+    time += BEFORE_REUSE_MS;
+    expect(await reads.before('/r')).toBe(await a);
+    expect(fake.pending).toHaveLength(1);
+    // Older than that: read again.
+    time += 1;
     const c = reads.before('/r');
     expect(fake.pending).toHaveLength(2);
     fake.pending[1]?.finish();
     expect(await c).not.toBe(await a);
+  });
+
+  it('never lets an after take a finished status, however fresh', async () => {
+    const fake = fakeReader();
+    const reads = createOriginStatusReads(fake.read, () => 0);
+    const before = reads.before('/r');
+    fake.pending[0]?.finish();
+    await before;
+    const after = reads.after('/r', reads.mark());
+    expect(fake.pending).toHaveLength(2);
+    fake.pending[1]?.finish();
+    expect(await after).not.toBe(await before);
+    // What an after read is the freshest state: the next run's before takes it.
+    expect(await reads.before('/r')).toBe(await after);
   });
 
   it('lets an after join only a status that started after the CLI exited', async () => {
