@@ -71,9 +71,9 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
   const place = placeOf(cache, missionId);
   const maxTries = first.maxTries ?? 8;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
-    // A local mission repo's tip is read from its files (no git); a URL's is fetched with the work.
-    const refs = place.remote ? requests.map((r) => r.ref) : [];
-    await cache.fetch([integrationBranch(missionId), ...refs]);
+    // A URL's tip is fetched with the work; a local mission repo's is read from its files as it is
+    // now (remoteCommit()), without a fetch, which would wait behind the cache's checkouts.
+    if (place.remote) await cache.fetch([integrationBranch(missionId), ...requests.map((r) => r.ref)]);
     const tip = await readTip(cache, place, missionId);
     const plan = planBatch(
       requests.map(
@@ -130,7 +130,7 @@ function rememberTree(commit: string, tree: string): void {
   }
 }
 
-/** The integration tip (as the fetch just read it) and its tree. */
+/** The integration tip (a local repo's as it is now, a URL's as last fetched) and its tree. */
 async function readTip(cache: RepoCache, place: Place, missionId: string): Promise<Head> {
   const commit = await cache.remoteCommit(integrationBranch(missionId));
   const known = commit ? treeOfCommit.get(commit) : undefined;

@@ -27,11 +27,14 @@ export interface RepoCache {
    * fetch lists every branch of the mission repo, and a targeted one costs the same at any size
    * (bench/scale.js: 10,000 branches made a full fetch 250–420 ms against 40–55 ms for one). Attempt
    * refs live outside `refs/heads/`, so a full fetch no longer grows with the attempts of a mission.
+   * A targeted fetch from a local mission repo whose objects the cache borrows copies nothing: it
+   * checks that the refs exist there, from their files, and neither waits nor starts git.
    */
   fetch(branches?: readonly string[]): Promise<void>;
   /**
    * The commit the cache's copy of a branch or ref points at after the last fetch (trackingRef()),
-   * or null. A cache of a local mission repo keeps no copies: it reads the repo's own ref.
+   * or null. A cache of a local mission repo keeps no copies: it reads the repo's own ref, as it is
+   * at the call, without waiting for the cache's other work (exclusive()).
    */
   remoteCommit(branch: string): Promise<string | null>;
   /**
@@ -140,23 +143,16 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => serialise(dir, task);
   const fetchArgs = ['fetch', '--prune', '--no-tags', '--quiet', 'origin'];
   const local = isRepoUrl(repo) ? null : await sharedObjects(repo, dir);
-  /** What this process's last fetch set each tracking ref to: remoteCommit() then needs no git. */
-  const fetched = new Map<string, string>();
   return {
     repo,
     dir,
     exclusive,
-    fetch: (branches) =>
-      exclusive(async () => {
-        if (!branches) fetched.clear();
-        for (const name of branches ?? []) fetched.delete(trackingRef(name));
-        if (local && branches && branches.length > 0) {
-          const commits = await readLocalRefs(local, branches);
-          if (commits) {
-            for (const [name, commit] of commits) fetched.set(trackingRef(name), commit);
-            return;
-          }
-        }
+    fetch: async (branches) => {
+      // A local mission repo's refs need no copy (remoteCommit() reads them there): a fetch only
+      // makes sure they exist, without waiting for the cache's other work, and a missing one is
+      // fetched as usual, which reports it.
+      if (local && branches && branches.length > 0 && (await readLocalRefs(local, branches))) return;
+      await exclusive(async () => {
         if (branches && branches.length > 0) {
           const refspecs = branches.map((name) => `+${remoteName(name)}:${trackingRef(name)}`);
           const args = ['fetch', '--no-tags', '--quiet', 'origin', ...refspecs];
@@ -173,11 +169,10 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
           () => runGit(fetchArgs, { cwd: dir, allowFailure: true }),
           (result) => describeGitFailure(fetchArgs, result),
         );
-      }),
+      });
+    },
     remoteCommit: async (branch) => {
-      const known = fetched.get(trackingRef(branch));
-      if (known) return known;
-      // A local mission repo's refs are read where they are: the cache keeps no copy of them.
+      // A local mission repo's refs are read where they are, as they are now: no lock, no git.
       if (local) return (await readLocalRefs(local, [branch]))?.get(branch) ?? null;
       const copy = await readRefFile(join(dir, '.git'), trackingRef(branch));
       if (copy.kind === 'commit') return copy.commit;

@@ -253,6 +253,27 @@ describe("the user's repository", () => {
   });
 });
 
+describe('a local mission repo', () => {
+  it('is merged into, and its refs read, without waiting for the cache’s other work', async () => {
+    const prepared = await missionRepo('l1');
+    const h = await host(prepared.repo);
+    const work = await attempt(h, 'l1', 'a', { 'a.txt': 'a\n' });
+    // Something long holds the cache, as a first `worktree add` of a big tree does for minutes.
+    let release = () => {};
+    const held = h.cache.exclusive(() => new Promise<void>((done) => (release = done)));
+    try {
+      expect(await integrateAttempt(work)).toMatchObject({ ok: true, alreadyIntegrated: false });
+      // The run stage's targeted fetch of the integration branch, and its read of the tip.
+      await h.cache.fetch([integrationBranch('l1')]);
+      expect(await h.cache.remoteCommit(integrationBranch('l1'))).toBe(await tipOf(prepared.repo, 'l1'));
+    } finally {
+      release();
+      await held;
+    }
+    // Waiting would hang until this limit: well above the second the test takes on a slow machine.
+  }, 30_000);
+});
+
 describe('compare-and-swap', () => {
   it('plans the batch again when another host moved the branch before the push (mission repo by URL)', async () => {
     const source = await missionRepo('seed');
