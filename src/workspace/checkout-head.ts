@@ -81,3 +81,39 @@ export async function writeDetachedHead(dir: string, commit: string): Promise<bo
     return false;
   }
 }
+
+/**
+ * What an agent can leave in its checkout's own git folder that a reset (`clean` and `checkout
+ * --force`) keeps, each making a later attempt's tree or git differ from a fresh checkout's: a
+ * sparse checkout (`git sparse-checkout set`: files outside its patterns stay missing), a config
+ * of the worktree's own, an operation in progress (a merge, rebase, cherry-pick, revert, bisect).
+ * Submodules initialised in the checkout (`modules/`) are not among them: a setup command may
+ * populate them on purpose, to be kept like its other outputs.
+ */
+const LEFT_GIT_STATE = [
+  'info/sparse-checkout',
+  'config.worktree',
+  'MERGE_HEAD',
+  'CHERRY_PICK_HEAD',
+  'REVERT_HEAD',
+  'BISECT_LOG',
+  'rebase-merge',
+  'rebase-apply',
+  'sequencer',
+] as const;
+
+/**
+ * The first of LEFT_GIT_STATE in the checkout's git folder, or null: a checkout holding one is
+ * discarded rather than reset (a stat each, no git).
+ */
+export async function leftGitState(dir: string): Promise<string | null> {
+  const gitDir = await gitDirOf(dir);
+  for (const name of LEFT_GIT_STATE) {
+    const found = await lstat(join(gitDir, name)).then(
+      () => true,
+      () => false,
+    );
+    if (found) return name;
+  }
+  return null;
+}

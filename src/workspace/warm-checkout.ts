@@ -6,7 +6,9 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { FlotillaError } from '../shared/errors.js';
 import { fileMonitor } from '../shared/watchman.js';
+import { leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
 import { runGit } from './git.js';
@@ -113,6 +115,9 @@ export async function cleanClaimed(
   setup: SetupSpec | undefined,
 ): Promise<boolean> {
   try {
+    // A sparse checkout or an operation the agent left in progress: the criteria would not see what
+    // a fresh checkout of the commit holds. Discarded; the caller checks the commit out elsewhere.
+    if (await leftGitState(lease.dir)) throw new FlotillaError('git/failed', `${lease.dir}: git state left`);
     const state = await readCheckoutState(stateFile(lease));
     const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
     const keep = sameSetup ? (state.setup?.keep ?? []) : [];
@@ -169,6 +174,8 @@ export async function leaseCheckout(
       return lease;
     }
     try {
+      const left = await leftGitState(lease.dir);
+      if (left) throw new FlotillaError('git/failed', `${lease.dir}: an attempt left git state (${left})`);
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.

@@ -375,6 +375,65 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     await second.release();
   });
 
+  it('discards a checkout an attempt left sparse or mid-rebase, and gives a complete one instead', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    // The agent narrowed the checkout to a folder that does not exist: src/a.txt is gone from disk.
+    const sparse = await leaseCheckout(p, base, undefined);
+    await git(sparse.dir, 'sparse-checkout', 'set', 'docs');
+    expect(await exists(join(sparse.dir, 'src', 'a.txt'))).toBe(false);
+    const sparseDir = sparse.dir;
+    await sparse.release();
+    const next = await leaseCheckout(p, base, undefined);
+    expect(next.dir).not.toBe(sparseDir);
+    expect(await readFile(join(next.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    expect(await git(next.dir, 'status', '--porcelain', '--ignored')).toBe('');
+
+    // The agent left a rebase stopped on a conflict, which `checkout --force` keeps: the next
+    // attempt would find it in progress, and `git rebase --continue` would replay this one's commits.
+    await writeFile(join(next.dir, 'src', 'a.txt'), 'theirs\n');
+    await git(next.dir, ...ID, 'commit', '--quiet', '-am', 'theirs');
+    const theirs = await git(next.dir, 'rev-parse', 'HEAD');
+    await git(next.dir, 'checkout', '--quiet', '--detach', base);
+    await writeFile(join(next.dir, 'src', 'a.txt'), 'ours\n');
+    await git(next.dir, ...ID, 'commit', '--quiet', '-am', 'ours');
+    const rebased = await runGit([...ID, 'rebase', theirs], { cwd: next.dir, allowFailure: true });
+    expect(rebased.exitCode).not.toBe(0);
+    const rebasingDir = next.dir;
+    await next.release();
+    const last = await leaseCheckout(p, base, undefined);
+    expect(last.dir).not.toBe(rebasingDir);
+    expect(await readFile(join(last.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    expect(await git(last.dir, 'status')).not.toContain('rebase');
+    expect(await git(last.dir, 'status', '--porcelain', '--ignored')).toBe('');
+    await last.release();
+  });
+
+  it('checks the pushed commit out afresh for verify when the run left its checkout sparse', async () => {
+    const { dir, base } = await repo();
+    await git(dir, 'branch', 'flotilla/m2', base);
+    const host = {
+      cache: await openRepoCache({ repo: dir, cacheDir: scratch('cache') }),
+      root: scratch('co'),
+    };
+    const place = { root: host.root, keep: 2 };
+    const run = await leaseForRun({ cache: host.cache, place, missionId: 'm2' });
+    await writeFile(join(run.dir, 'work.txt'), 'done\n');
+    await git(run.dir, 'add', '-A');
+    await git(run.dir, ...ID, 'commit', '--quiet', '-m', 'work');
+    await git(run.dir, 'push', '--quiet', 'origin', 'HEAD:refs/heads/att2');
+    const commit = await git(run.dir, 'rev-parse', 'HEAD');
+    await git(run.dir, 'sparse-checkout', 'set', 'docs');
+    const key = attemptKey('m2', 't', 1);
+    run.lease.park(key, commit);
+    const verify = await leaseAtCommit({ cache: host.cache, place, key, branch: 'att2', commit });
+    expect(verify.claimed).toBe(false);
+    expect(verify.dir).not.toBe(run.dir);
+    expect(await readFile(join(verify.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
+    expect(await readFile(join(verify.dir, 'work.txt'), 'utf8')).toBe('done\n');
+    await verify.lease.release();
+  });
+
   it('runs setup once per warm checkout, keeps its ignored output, and again after its input changes', async () => {
     const { dir, base } = await repo();
     const p = await pool(dir, 1);
