@@ -22,7 +22,11 @@ export async function announceUnparked(ctx: HostContext, missionId: string, key:
 }
 
 export function poolPlace(ctx: HostContext): PoolPlace {
-  return { root: ctx.checkoutRoot, keep: ctx.slots.size };
+  return {
+    root: ctx.checkoutRoot,
+    keep: ctx.slots.size,
+    onDiscard: (dir, reason) => ctx.logger.warn({ checkout: dir, reason }, 'warm checkout discarded'),
+  };
 }
 
 export function runSetup(

@@ -24,8 +24,11 @@ export interface CheckoutLease {
   readonly dir: string;
   /** True for a checkout made by this lease: it is already at the commit it was made at. */
   readonly fresh: boolean;
-  /** Ends the lease; the checkout goes back to the pool, or is discarded when `healthy` is false. */
-  release(options?: { readonly healthy?: boolean }): Promise<void>;
+  /**
+   * Ends the lease; the checkout goes back to the pool, or is discarded when `healthy` is false
+   * (`reason` says why, for the pool's `onDiscard`).
+   */
+  release(options?: { readonly healthy?: boolean; readonly reason?: string }): Promise<void>;
   /** Ends the lease, keeping the checkout for the next stage of attempt `key` at `commit`. */
   park(key: string, commit: string): void;
 }
@@ -41,6 +44,8 @@ export interface CheckoutPoolOptions {
   readonly stealAfterMs?: number;
   /** A job that has waited this long may have a checkout made beyond `keep`. Default 2 s. */
   readonly growAfterMs?: number;
+  /** Told of every checkout discarded as unfit (a failed reset, what an attempt left), for the host's log. */
+  readonly onDiscard?: (dir: string, reason: string) => void;
 }
 
 export interface CheckoutPool {
@@ -71,6 +76,7 @@ export function checkoutPool(cache: RepoCache, options: CheckoutPoolOptions): Pr
   }
   return pool.then((p) => {
     p.limits = limitsOf(options);
+    p.onDiscard = options.onDiscard;
     return p;
   });
 }
@@ -113,6 +119,7 @@ class PoolImpl implements CheckoutPool {
   private timer: NodeJS.Timeout | undefined;
   private created = 0;
   limits: ReturnType<typeof limitsOf>;
+  onDiscard: CheckoutPoolOptions['onDiscard'];
 
   private constructor(
     private readonly cache: RepoCache,
@@ -120,6 +127,7 @@ class PoolImpl implements CheckoutPool {
     options: CheckoutPoolOptions,
   ) {
     this.limits = limitsOf(options);
+    this.onDiscard = options.onDiscard;
   }
 
   /** Checkouts left by an earlier process are idle ones; anything else in the folder goes. */
@@ -261,6 +269,7 @@ class PoolImpl implements CheckoutPool {
         }
         this.entries.delete(id);
         this.serve();
+        if (!healthy) this.onDiscard?.(join(this.dir, id), options.reason ?? 'unfit');
         await removeWorktree(join(this.dir, id));
         await removeCheckoutRecords(join(this.dir, id));
         await fileMonitor().then((monitor) => monitor?.forget(join(this.dir, id)));

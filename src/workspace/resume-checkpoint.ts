@@ -61,7 +61,7 @@ export async function leaseAtCheckpoint(
   try {
     await restoreCheckpoint(lease.dir, checkpoint);
   } catch (error) {
-    await lease.release({ healthy: false });
+    await lease.release({ healthy: false, reason: 'a checkpoint could not be restored into it' });
     throw error;
   }
   return { lease, dir: lease.dir, baseCommit: checkpoint.baseCommit };

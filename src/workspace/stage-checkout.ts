@@ -17,6 +17,8 @@ export interface PoolPlace {
   readonly root: string;
   /** Checkouts kept per repo: about one per slot. */
   readonly keep: number;
+  /** Told of a checkout discarded as unfit (CheckoutPoolOptions.onDiscard). */
+  readonly onDiscard?: (dir: string, reason: string) => void;
 }
 
 /** The key a parked checkout is kept under: one attempt of one task. */

@@ -117,7 +117,8 @@ export async function cleanClaimed(
   try {
     // A sparse checkout or an operation the agent left in progress: the criteria would not see what
     // a fresh checkout of the commit holds. Discarded; the caller checks the commit out elsewhere.
-    if (await leftGitState(lease.dir)) throw new FlotillaError('git/failed', `${lease.dir}: git state left`);
+    const left = await leftGitState(lease.dir);
+    if (left) throw new FlotillaError('git/failed', `the run left ${left} in its git folder`);
     const state = await readCheckoutState(stateFile(lease));
     const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
     const keep = sameSetup ? (state.setup?.keep ?? []) : [];
@@ -128,8 +129,8 @@ export async function cleanClaimed(
       await cleanAll(lease.dir, keep);
     }
     return true;
-  } catch {
-    await lease.release({ healthy: false });
+  } catch (error) {
+    await lease.release({ healthy: false, reason: reasonOf(error) });
     return false;
   }
 }
@@ -175,7 +176,7 @@ export async function leaseCheckout(
     }
     try {
       const left = await leftGitState(lease.dir);
-      if (left) throw new FlotillaError('git/failed', `${lease.dir}: an attempt left git state (${left})`);
+      if (left) throw new FlotillaError('git/failed', `an attempt left ${left} in its git folder`);
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
@@ -188,7 +189,7 @@ export async function leaseCheckout(
       });
       return lease;
     } catch (error) {
-      await lease.release({ healthy: false });
+      await lease.release({ healthy: false, reason: reasonOf(error) });
       if (tries >= 2) throw error;
     }
   }
@@ -281,4 +282,9 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
 export function describeSetupFailure(failure: SetupFailure): string {
   const how = failure.timedOut ? 'timed out' : `exit ${failure.exitCode ?? 'by signal'}`;
   return `setup failed: $ ${failure.command} (${how})\n${failure.tail}`.trim();
+}
+
+/** Why a checkout was discarded, in a line for the host's log. */
+function reasonOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? 'unfit';
 }

@@ -65,9 +65,17 @@ async function repo(): Promise<{ dir: string; base: string }> {
 }
 
 const caches = new Map<CheckoutPool, RepoCache>();
-async function pool(repoDir: string, keep = 1): Promise<CheckoutPool> {
+async function pool(
+  repoDir: string,
+  keep = 1,
+  onDiscard?: (dir: string, reason: string) => void,
+): Promise<CheckoutPool> {
   const cache = await openRepoCache({ repo: repoDir, cacheDir: scratch('cache') });
-  const p = await checkoutPool(cache, { root: scratch('checkouts'), keep });
+  const p = await checkoutPool(cache, {
+    root: scratch('checkouts'),
+    keep,
+    ...(onDiscard ? { onDiscard } : {}),
+  });
   caches.set(p, cache);
   return p;
 }
@@ -377,7 +385,8 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
 
   it('discards a checkout an attempt left sparse or mid-rebase, and gives a complete one instead', async () => {
     const { dir, base } = await repo();
-    const p = await pool(dir, 1);
+    const discarded: string[] = [];
+    const p = await pool(dir, 1, (checkout, reason) => discarded.push(`${checkout}: ${reason}`));
     // The agent narrowed the checkout to a folder that does not exist: src/a.txt is gone from disk.
     const sparse = await leaseCheckout(p, base, undefined);
     await git(sparse.dir, 'sparse-checkout', 'set', 'docs');
@@ -386,6 +395,8 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     await sparse.release();
     const next = await leaseCheckout(p, base, undefined);
     expect(next.dir).not.toBe(sparseDir);
+    // The host's log says which checkout went and why.
+    expect(discarded).toEqual([`${sparseDir}: an attempt left info/sparse-checkout in its git folder`]);
     expect(await readFile(join(next.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
     expect(await git(next.dir, 'status', '--porcelain', '--ignored')).toBe('');
 
@@ -403,6 +414,7 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     await next.release();
     const last = await leaseCheckout(p, base, undefined);
     expect(last.dir).not.toBe(rebasingDir);
+    expect(discarded[1]).toBe(`${rebasingDir}: an attempt left rebase-merge in its git folder`);
     expect(await readFile(join(last.dir, 'src', 'a.txt'), 'utf8')).toBe('original\n');
     expect(await git(last.dir, 'status')).not.toContain('rebase');
     expect(await git(last.dir, 'status', '--porcelain', '--ignored')).toBe('');
