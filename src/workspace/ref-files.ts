@@ -6,7 +6,8 @@
  * file winning. Anything else (a symbolic ref, the reftable format, a file that is not a ref) is
  * `unknown`, and the caller asks git as before.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { type FileHandle, open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
@@ -63,13 +64,33 @@ export async function readRefFile(gitDir: string, ref: string): Promise<RefFileV
     )
   )
     return UNKNOWN;
-  const loose = await readFile(join(gitDir, ref), 'utf8').catch((error: NodeJS.ErrnoException) =>
-    error.code === 'ENOENT' || error.code === 'ENOTDIR' ? null : undefined,
-  );
+  const loose = await readLoose(join(gitDir, ref));
   if (loose === undefined) return UNKNOWN;
   if (loose !== null) return looseRefValue(loose);
   const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch((error: NodeJS.ErrnoException) =>
     error.code === 'ENOENT' ? '' : undefined,
   );
   return packed === undefined ? UNKNOWN : packedRefValue(packed, ref);
+}
+
+/**
+ * A loose ref file's text; null when there is none; undefined when it is something git reads
+ * otherwise: a link (git takes one pointing into `refs/` as a symbolic ref, and fails on any
+ * other, never falling back to `packed-refs`), a directory, or a file it cannot read.
+ */
+async function readLoose(path: string): Promise<string | null | undefined> {
+  let file: FileHandle;
+  try {
+    file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? null : undefined;
+  }
+  try {
+    return await file.readFile('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    await file.close();
+  }
 }

@@ -22,7 +22,8 @@ export interface RepoCache {
   /** The clone's directory (a regular clone without a checkout; its own working tree is never used). */
   readonly dir: string;
   /**
-   * Brings `refs/remotes/origin/*` up to date with the mission repo. Calls are serialised. With
+   * Brings `refs/remotes/origin/*` up to date with the mission repo (but see below for a local
+   * one). Calls that run git are serialised. With
    * `branches` (branch names, or full refs such as attempt refs), only those are fetched: a full
    * fetch lists every branch of the mission repo, and a targeted one costs the same at any size
    * (bench/scale.js: 10,000 branches made a full fetch 250–420 ms against 40–55 ms for one). Attempt

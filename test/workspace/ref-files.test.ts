@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,9 +58,12 @@ describe('readRefFile', () => {
   async function gitDir(files: Record<string, string>): Promise<string> {
     const dir = join(root, String(++made));
     await mkdir(dir);
-    for (const [path, text] of Object.entries(files)) {
+    for (const [name, text] of Object.entries(files)) {
+      // `link:<path>`: a symbolic link at <path> to `text` (dangling here, as git would leave one).
+      const path = name.replace(/^link:/, '');
       await mkdir(join(dir, path, '..'), { recursive: true });
-      await writeFile(join(dir, path), text);
+      if (name.startsWith('link:')) await symlink(text, join(dir, path));
+      else await writeFile(join(dir, path), text);
     }
     return dir;
   }
@@ -80,6 +83,12 @@ describe('readRefFile', () => {
     ['a symbolic ref', { 'refs/heads/x': 'ref: refs/heads/y\n' }, 'refs/heads/x', { kind: 'unknown' }],
     ['a reftable repository', { 'reftable/tables.list': '' }, 'refs/heads/x', { kind: 'unknown' }],
     ['HEAD is not read here', { HEAD: `${A}\n` }, 'HEAD', { kind: 'unknown' }],
+    [
+      'a link in place of a ref file (git reads it as a symbolic ref), never the packed value below it',
+      { 'packed-refs': `${A} refs/heads/x\n`, 'link:refs/heads/x': 'refs/heads/main' },
+      'refs/heads/x',
+      { kind: 'unknown' },
+    ],
     ['a name climbing out', { 'refs/heads/x': `${A}\n` }, 'refs/../refs/heads/x', { kind: 'unknown' }],
   ])('%s', async (_name, files, ref, expected) => {
     expect(await readRefFile(await gitDir(files), ref)).toEqual(expected);
