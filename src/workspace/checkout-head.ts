@@ -19,6 +19,20 @@ export async function detachedHead(dir: string): Promise<string | null> {
 }
 
 /**
+ * The branch the checkout's HEAD is attached to (`refs/heads/…`), else null. flotilla's checkouts
+ * are always detached, so such a branch is one an agent made and switched to (`git checkout -b`).
+ */
+export async function attachedBranch(dir: string): Promise<string | null> {
+  try {
+    const head = (await readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8')).trim();
+    const ref = head.startsWith('ref: ') ? head.slice('ref: '.length) : '';
+    return ref.startsWith('refs/heads/') ? ref : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * True while an `index.lock` is there: a git a crash killed left it, and it would break the next
  * git that writes the index. Only a walked reset's `checkout` finds and reports it.
  */

@@ -2,7 +2,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { writeDetachedHead } from './checkout-head.js';
+import { attachedBranch, writeDetachedHead } from './checkout-head.js';
 import { type ImportEntry, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
@@ -108,11 +108,16 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   if (published) {
     await housekeep(local ?? '');
     const head = published[1] ?? '';
+    const branch = await attachedBranch(dir);
     const moved =
       (await writeDetachedHead(dir, head)) ||
       (await runGit(['update-ref', '--no-deref', 'HEAD', head], { cwd: dir, allowFailure: true }))
         .exitCode === 0;
     if (!moved) ids = null;
+    // HEAD left the branch the agent made (its commits are folded into the work commit above).
+    // Branches are shared by every checkout of the host's cache: a later attempt that checked it
+    // out would take this attempt's commits up as its own work. A reset drops one left attached.
+    else if (branch) await runGit(['update-ref', '-d', branch], { cwd: dir, allowFailure: true });
   }
   ids ??= await fastImport(dir, streamFor('HEAD'));
   const [workCommit = '', commit = ''] = ids;

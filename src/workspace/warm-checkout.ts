@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlotillaError } from '../shared/errors.js';
 import { fileMonitor } from '../shared/watchman.js';
-import { leftGitState } from './checkout-head.js';
+import { attachedBranch, leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
 import { runGit } from './git.js';
@@ -177,11 +177,16 @@ export async function leaseCheckout(
     try {
       const left = await leftGitState(lease.dir);
       if (left) throw new FlotillaError('git/failed', `an attempt left ${left} in its git folder`);
+      const branch = await attachedBranch(lease.dir);
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
       const clean = sameSetup || !state.setup ? state.clean : undefined;
       const reset = await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : [], clean);
+      // The reset detached HEAD from the branch an agent made and left checked out. Branches are
+      // shared by every checkout of the cache: a later attempt's `git checkout <name>` would pick up
+      // this one's commits as its own work. No other checkout can have it checked out, so it goes.
+      if (branch) await runGit(['update-ref', '-d', branch], { cwd: lease.dir, allowFailure: true });
       // What the last run left is gone with the reset; setup's record stays only for the same setup.
       await writeCheckoutState(stateFile(lease), {
         ...(sameSetup && state.setup ? { setup: state.setup } : {}),

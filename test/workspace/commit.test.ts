@@ -268,6 +268,38 @@ describe('commitAttempt', () => {
     await removeWorktree(checkout.dir);
   });
 
+  it('folds the commits an agent made on its own branch into the work, and drops that branch', async () => {
+    const { prepared, checkout } = await checkoutOf('c7', { 'a.txt': 'a\n' });
+    await git(checkout.dir, 'checkout', '--quiet', '-b', 'feature');
+    await writeFile(join(checkout.dir, 'b.txt'), 'b\n');
+    await git(checkout.dir, 'add', 'b.txt');
+    await git(
+      checkout.dir,
+      '-c',
+      'user.name=agent',
+      '-c',
+      'user.email=a@a',
+      'commit',
+      '--quiet',
+      '-m',
+      'agent',
+    );
+    const ref = attemptRef('c7', 't', 1);
+    const committed = await commitAttempt({
+      dir: checkout.dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      localRepo: prepared.repo,
+    });
+    expect(await git(prepared.repo, 'show', `${committed.workCommit}:b.txt`)).toBe('b');
+    expect(await git(checkout.dir, 'rev-parse', `${committed.workCommit}^`)).toBe(checkout.baseCommit);
+    // Detached at the attempt, and the branch gone from the host's cache, which every checkout shares.
+    expect(await git(checkout.dir, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe('HEAD');
+    expect(await git(checkout.dir, 'branch', '--list', 'feature')).toBe('');
+    await removeWorktree(checkout.dir);
+  });
+
   it('pushes when the local mission repo cannot take the commits, and leaves no crash report there', async () => {
     const { prepared, checkout } = await checkoutOf('c5', { 'a.txt': 'a\n' });
     await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');

@@ -421,6 +421,26 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     await last.release();
   });
 
+  it('drops the branch an attempt made and left checked out, so a later attempt cannot take up its commits', async () => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const first = await leaseCheckout(p, base, undefined);
+    await git(first.dir, 'checkout', '--quiet', '-b', 'feature');
+    await writeFile(join(first.dir, 'feature.txt'), 'attempt 1\n');
+    await git(first.dir, 'add', 'feature.txt');
+    await git(first.dir, ...ID, 'commit', '--quiet', '-m', 'attempt 1 on its own branch');
+    await first.release();
+
+    const second = await leaseCheckout(p, base, undefined);
+    expect(second.dir).toBe(first.dir);
+    expect(await git(second.dir, 'branch', '--list', 'feature')).toBe('');
+    expect(await git(second.dir, 'rev-parse', 'HEAD')).toBe(base);
+    // The later attempt may use the same name for its own branch, from its own base.
+    await git(second.dir, 'checkout', '--quiet', '-b', 'feature');
+    expect(await exists(join(second.dir, 'feature.txt'))).toBe(false);
+    await second.release();
+  });
+
   it('checks the pushed commit out afresh for verify when the run left its checkout sparse', async () => {
     const { dir, base } = await repo();
     await git(dir, 'branch', 'flotilla/m2', base);
