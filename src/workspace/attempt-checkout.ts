@@ -37,13 +37,13 @@ export async function diffAgainstIntegration(options: DiffAgainstIntegrationOpti
   const cap = options.maxChars ?? DEFAULT_DIFF_CAP;
   const integration = integrationBranch(missionId);
   await cache.fetch([integration, branch]);
-  const [from, to] = await Promise.all([integration, branch].map((name) => cache.remoteCommit(name)));
-  for (const [name, commit] of [
-    [integration, from],
-    [branch, to],
-  ] as const) {
+  const commitOf = async (name: string) => {
+    const commit = await cache.remoteCommit(name);
     if (!commit) throw new FlotillaError('git/failed', `${cache.repo}: branch ${name} not found`);
-  }
+    return commit;
+  };
+  const from = await commitOf(integration);
+  const to = await commitOf(branch);
   const args = [
     'diff',
     '--no-color',

@@ -1,6 +1,7 @@
 /** A warm checkout's git state read from its files, and its HEAD moved, without starting git. */
 import { lstat, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
+import { isObjectId } from './ref-files.js';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
 export async function gitDirOf(dir: string): Promise<string> {
@@ -8,14 +9,18 @@ export async function gitDirOf(dir: string): Promise<string> {
   return link.startsWith('gitdir: ') ? resolve(dir, link.slice('gitdir: '.length)) : join(dir, '.git');
 }
 
+/** What the checkout's HEAD file holds: a commit id (detached), a symbolic ref, or null (unreadable). */
+async function readHead(dir: string): Promise<string | null> {
+  return readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8').then(
+    (text) => text.trim(),
+    () => null,
+  );
+}
+
 /** The checkout's HEAD when it is a commit id (detached), else null. */
 export async function detachedHead(dir: string): Promise<string | null> {
-  try {
-    const head = (await readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8')).trim();
-    return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(head) ? head : null;
-  } catch {
-    return null;
-  }
+  const head = await readHead(dir);
+  return head !== null && isObjectId(head) ? head : null;
 }
 
 /**
@@ -23,13 +28,16 @@ export async function detachedHead(dir: string): Promise<string | null> {
  * are always detached, so such a branch is one an agent made and switched to (`git checkout -b`).
  */
 export async function attachedBranch(dir: string): Promise<string | null> {
-  try {
-    const head = (await readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8')).trim();
-    const ref = head.startsWith('ref: ') ? head.slice('ref: '.length) : '';
-    return ref.startsWith('refs/heads/') ? ref : null;
-  } catch {
-    return null;
-  }
+  const ref = (await readHead(dir))?.match(/^ref: (refs\/heads\/.+)$/)?.[1];
+  return ref ?? null;
+}
+
+/** True when something (a file, a folder, a link) is at `path`. */
+function present(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -37,10 +45,7 @@ export async function attachedBranch(dir: string): Promise<string | null> {
  * git that writes the index. Only a walked reset's `checkout` finds and reports it.
  */
 export async function indexLocked(dir: string): Promise<boolean> {
-  return lstat(join(await gitDirOf(dir), 'index.lock')).then(
-    () => true,
-    () => false,
-  );
+  return present(join(await gitDirOf(dir), 'index.lock'));
 }
 
 /** The git directory a worktree shares with its repository (its `commondir` file names it). */
@@ -78,7 +83,7 @@ async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> 
  * the caller then runs git, which refuses a commit it cannot see.
  */
 export async function writeDetachedHead(dir: string, commit: string): Promise<boolean> {
-  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) return false;
+  if (!isObjectId(commit)) return false;
   const gitDir = await gitDirOf(dir);
   if (!(await looseObjectVisible(gitDir, commit))) return false;
   const lock = join(gitDir, 'HEAD.lock');
@@ -122,12 +127,6 @@ const LEFT_GIT_STATE = [
  */
 export async function leftGitState(dir: string): Promise<string | null> {
   const gitDir = await gitDirOf(dir);
-  for (const name of LEFT_GIT_STATE) {
-    const found = await lstat(join(gitDir, name)).then(
-      () => true,
-      () => false,
-    );
-    if (found) return name;
-  }
+  for (const name of LEFT_GIT_STATE) if (await present(join(gitDir, name))) return name;
   return null;
 }

@@ -6,10 +6,10 @@
  */
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, runGit } from './git.js';
+import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, readGit, runGit } from './git.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
-import { isRepoUrl, type RepoCache, trackingRef } from './repo-cache.js';
+import { isRepoUrl, type RepoCache } from './repo-cache.js';
 
 export interface IntegrateAttemptOptions {
   readonly cache: RepoCache;
@@ -46,8 +46,6 @@ interface Place {
   readonly dir: string;
   readonly remote: boolean;
   readonly branchRef: string;
-  /** The ref holding the integration tip as this place sees it. */
-  readonly tipRef: string;
 }
 
 function placeOf(cache: RepoCache, missionId: string): Place {
@@ -57,7 +55,6 @@ function placeOf(cache: RepoCache, missionId: string): Place {
     dir: remote ? cache.dir : cache.repo,
     remote,
     branchRef: `refs/heads/${branch}`,
-    tipRef: remote ? trackingRef(branch) : `refs/heads/${branch}`,
   };
 }
 
@@ -133,19 +130,17 @@ function rememberTree(commit: string, tree: string): void {
 /** The integration tip (a local repo's as it is now, a URL's as last fetched) and its tree. */
 async function readTip(cache: RepoCache, place: Place, missionId: string): Promise<Head> {
   const commit = await cache.remoteCommit(integrationBranch(missionId));
-  const known = commit ? treeOfCommit.get(commit) : undefined;
-  if (commit && known) return { commit, tree: known };
-  const args = ['rev-parse', `${commit ?? place.tipRef}^{commit}`, `${commit ?? place.tipRef}^{tree}`, '--'];
-  const result = await runGit(args, { cwd: place.dir, allowFailure: true });
-  const [tip = '', tree = ''] = result.stdout.trim().split('\n');
-  if (result.exitCode !== 0 || tip === '' || tree === '') {
+  if (!commit) {
     throw new FlotillaError(
       'git/failed',
       `${place.dir}: integration branch ${integrationBranch(missionId)} not found (was the mission prepared?)`,
     );
   }
-  rememberTree(tip, tree);
-  return { commit: tip, tree };
+  const tree =
+    treeOfCommit.get(commit) ??
+    (await readGit(['rev-parse', '--verify', `${commit}^{tree}`], { cwd: place.dir }));
+  rememberTree(commit, tree);
+  return { commit, tree };
 }
 
 type MergeOne =

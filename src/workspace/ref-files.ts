@@ -12,6 +12,11 @@ import { join } from 'node:path';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
+/** A full object id as git writes one: 40 hex digits (SHA-1) or 64 (SHA-256). */
+export function isObjectId(text: string): boolean {
+  return OBJECT_ID.test(text);
+}
+
 /** What a ref's files say: its commit, that it does not exist, or that only git can tell. */
 export type RefFileValue =
   | { readonly kind: 'commit'; readonly commit: string }
@@ -24,7 +29,7 @@ const UNKNOWN: RefFileValue = { kind: 'unknown' };
 /** A loose ref file's text: an object id, or `unknown` (`ref: …` for a symbolic ref, or junk). */
 export function looseRefValue(text: string): RefFileValue {
   const value = text.trim();
-  return OBJECT_ID.test(value) ? { kind: 'commit', commit: value } : UNKNOWN;
+  return isObjectId(value) ? { kind: 'commit', commit: value } : UNKNOWN;
 }
 
 /**

@@ -28,8 +28,8 @@ export interface RepoCache {
    * fetch lists every branch of the mission repo, and a targeted one costs the same at any size
    * (bench/scale.js: 10,000 branches made a full fetch 250–420 ms against 40–55 ms for one). Attempt
    * refs live outside `refs/heads/`, so a full fetch no longer grows with the attempts of a mission.
-   * A targeted fetch from a local mission repo whose objects the cache borrows copies nothing: it
-   * checks that the refs exist there, from their files, and neither waits nor starts git.
+   * A targeted fetch from a local mission repo whose objects the cache borrows does nothing: a
+   * checkout sees every object there, and remoteCommit() reads the refs there.
    */
   fetch(branches?: readonly string[]): Promise<void>;
   /**
@@ -149,10 +149,9 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
     dir,
     exclusive,
     fetch: async (branches) => {
-      // A local mission repo's refs need no copy (remoteCommit() reads them there): a fetch only
-      // makes sure they exist, without waiting for the cache's other work, and a missing one is
-      // fetched as usual, which reports it.
-      if (local && branches && branches.length > 0 && (await readLocalRefs(local, branches))) return;
+      // Nothing to copy from a local mission repo (remoteCommit() reads its refs, and reports a
+      // missing one as null), and nothing to wait for behind the cache's other work.
+      if (local && branches && branches.length > 0) return;
       await exclusive(async () => {
         if (branches && branches.length > 0) {
           const refspecs = branches.map((name) => `+${remoteName(name)}:${trackingRef(name)}`);
@@ -174,7 +173,7 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
     },
     remoteCommit: async (branch) => {
       // A local mission repo's refs are read where they are, as they are now: no lock, no git.
-      if (local) return (await readLocalRefs(local, [branch]))?.get(branch) ?? null;
+      if (local) return readLocalRef(local, branch);
       const copy = await readRefFile(join(dir, '.git'), trackingRef(branch));
       if (copy.kind === 'commit') return copy.commit;
       return copy.kind === 'missing' ? null : resolveCommit(dir, trackingRef(branch));
@@ -216,40 +215,23 @@ async function borrowObjects(repo: string, dir: string): Promise<string | null> 
 }
 
 /**
- * A targeted fetch from a local mission repo whose objects the cache borrows: nothing to copy, as
- * a checkout sees every object there, so only the refs are read, from the repo's files (ref-files.ts)
- * or, where only git can tell, with one `for-each-ref`. The cache keeps no copy of them (remoteCommit()
- * reads them again). Null when a ref is missing there: the caller then fetches as usual, which
- * reports it.
+ * A branch's or ref's commit in a local mission repo (its git directory `gitDir`), from the repo's
+ * ref files (ref-files.ts) or, where only git can tell, one `for-each-ref`; null when missing.
  */
-async function readLocalRefs(gitDir: string, names: readonly string[]): Promise<Map<string, string> | null> {
-  const commits = new Map<string, string>();
-  const unknown: string[] = [];
-  for (const name of names) {
-    const value = await readRefFile(gitDir, remoteName(name));
-    if (value.kind === 'missing') return null;
-    if (value.kind === 'commit') commits.set(name, value.commit);
-    else unknown.push(name);
-  }
-  if (unknown.length === 0) return commits;
-  const wanted = unknown.map(remoteName);
-  const listed = await runGit(['for-each-ref', '--format=%(objectname) %(refname)', ...wanted], {
+async function readLocalRef(gitDir: string, name: string): Promise<string | null> {
+  const ref = remoteName(name);
+  const value = await readRefFile(gitDir, ref);
+  if (value.kind !== 'unknown') return value.kind === 'commit' ? value.commit : null;
+  const listed = await runGit(['for-each-ref', '--format=%(objectname) %(refname)', ref], {
     cwd: gitDir,
     allowFailure: true,
   });
-  if (listed.exitCode !== 0) return null;
-  // A pattern also matches the refs below it (`refs/heads/a` lists `refs/heads/a/b`): exact names only.
-  const found = new Map<string, string>();
-  for (const line of listed.stdout.split('\n')) {
-    const [commit, ref] = line.split(' ');
-    if (commit && ref) found.set(ref, commit);
+  // A pattern also matches the refs below it (`refs/heads/a` lists `refs/heads/a/b`): the exact name only.
+  for (const line of listed.exitCode === 0 ? listed.stdout.split('\n') : []) {
+    const [commit, listedRef] = line.split(' ');
+    if (commit && listedRef === ref) return commit;
   }
-  for (const [i, name] of unknown.entries()) {
-    const commit = found.get(wanted[i] ?? '');
-    if (!commit) return null;
-    commits.set(name, commit);
-  }
-  return commits;
+  return null;
 }
 
 const LOCK_RETRIES = 4;

@@ -115,10 +115,9 @@ export async function cleanClaimed(
   setup: SetupSpec | undefined,
 ): Promise<boolean> {
   try {
-    // A sparse checkout or an operation the agent left in progress: the criteria would not see what
-    // a fresh checkout of the commit holds. Discarded; the caller checks the commit out elsewhere.
-    const left = await leftGitState(lease.dir);
-    if (left) throw new FlotillaError('git/failed', `the run left ${left} in its git folder`);
+    // The criteria would not see what a fresh checkout of the commit holds: the caller checks the
+    // commit out elsewhere.
+    await refuseLeftGitState(lease.dir);
     const state = await readCheckoutState(stateFile(lease));
     const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
     const keep = sameSetup ? (state.setup?.keep ?? []) : [];
@@ -175,8 +174,7 @@ export async function leaseCheckout(
       return lease;
     }
     try {
-      const left = await leftGitState(lease.dir);
-      if (left) throw new FlotillaError('git/failed', `an attempt left ${left} in its git folder`);
+      await refuseLeftGitState(lease.dir);
       const branch = await attachedBranch(lease.dir);
       const state = await readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
@@ -287,6 +285,15 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
 export function describeSetupFailure(failure: SetupFailure): string {
   const how = failure.timedOut ? 'timed out' : `exit ${failure.exitCode ?? 'by signal'}`;
   return `setup failed: $ ${failure.command} (${how})\n${failure.tail}`.trim();
+}
+
+/**
+ * Throws when the checkout's git folder holds what an attempt left and no reset undoes (a sparse
+ * checkout, an operation in progress: checkout-head.ts); the caller discards the checkout.
+ */
+async function refuseLeftGitState(dir: string): Promise<void> {
+  const left = await leftGitState(dir);
+  if (left) throw new FlotillaError('git/failed', `an attempt left ${left} in its git folder`);
 }
 
 /** Why a checkout was discarded, in a line for the host's log. */

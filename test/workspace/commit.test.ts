@@ -124,6 +124,22 @@ async function checkoutOf(missionId: string, files: Record<string, string>) {
   return { prepared, checkout };
 }
 
+/** commitAttempt() of checkoutOf()'s checkout into its local mission repo, as the run stage does. */
+async function commitLocally(
+  { prepared, checkout }: Awaited<ReturnType<typeof checkoutOf>>,
+  missionId: string,
+) {
+  const ref = attemptRef(missionId, 't', 1);
+  const committed = await commitAttempt({
+    dir: checkout.dir,
+    message: 't',
+    ref,
+    baseCommit: checkout.baseCommit,
+    localRepo: prepared.repo,
+  });
+  return { ref, committed };
+}
+
 /** What `git add -A && git commit` makes of the same checkout, for comparison: tree entries with modes. */
 async function treeListing(repo: string, commit: string): Promise<string> {
   return git(repo, 'ls-tree', '-r', '--full-tree', commit);
@@ -249,18 +265,12 @@ describe('commitAttempt', () => {
   });
 
   it('writes the attempt straight into a local mission repo, without a push', async () => {
-    const { prepared, checkout } = await checkoutOf('c4', { 'a.txt': 'a\n' });
+    const made = await checkoutOf('c4', { 'a.txt': 'a\n' });
+    const { prepared, checkout } = made;
     await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
     // Any push from this checkout now fails: the commit must reach the mission repo another way.
     await runGit(['config', 'remote.origin.pushurl', join(root, 'no-such-repo')], { cwd: checkout.dir });
-    const ref = attemptRef('c4', 't', 1);
-    const committed = await commitAttempt({
-      dir: checkout.dir,
-      message: 't',
-      ref,
-      baseCommit: checkout.baseCommit,
-      localRepo: prepared.repo,
-    });
+    const { ref, committed } = await commitLocally(made, 'c4');
     expect(await git(prepared.repo, 'rev-parse', ref, `${ref}^`)).toBe(
       `${committed.commit}\n${committed.workCommit}`,
     );
@@ -269,7 +279,8 @@ describe('commitAttempt', () => {
   });
 
   it('folds the commits an agent made on its own branch into the work, and drops that branch', async () => {
-    const { prepared, checkout } = await checkoutOf('c7', { 'a.txt': 'a\n' });
+    const made = await checkoutOf('c7', { 'a.txt': 'a\n' });
+    const { prepared, checkout } = made;
     await git(checkout.dir, 'checkout', '--quiet', '-b', 'feature');
     await writeFile(join(checkout.dir, 'b.txt'), 'b\n');
     await git(checkout.dir, 'add', 'b.txt');
@@ -284,14 +295,7 @@ describe('commitAttempt', () => {
       '-m',
       'agent',
     );
-    const ref = attemptRef('c7', 't', 1);
-    const committed = await commitAttempt({
-      dir: checkout.dir,
-      message: 't',
-      ref,
-      baseCommit: checkout.baseCommit,
-      localRepo: prepared.repo,
-    });
+    const { committed } = await commitLocally(made, 'c7');
     expect(await git(prepared.repo, 'show', `${committed.workCommit}:b.txt`)).toBe('b');
     expect(await git(checkout.dir, 'rev-parse', `${committed.workCommit}^`)).toBe(checkout.baseCommit);
     // Detached at the attempt, and the branch gone from the host's cache, which every checkout shares.
