@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resetFileMonitor } from '../dist/shared/watchman.js';
+import { resetFileMonitor } from '../dist/shared/file-monitor.js';
 import { checkoutPool, forgetCheckoutPools } from '../dist/workspace/checkout-pool.js';
 import { openRepoCache } from '../dist/workspace/repo-cache.js';
 import { leaseCheckout, readLeasedWorktree } from '../dist/workspace/warm-checkout.js';

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { startHost } from '../../dist/host/host.js';
 import { FlotillaClient } from '../../dist/mission/client.js';
 import { loadConfig } from '../../dist/shared/config.js';
+import { fileMonitor } from '../../dist/shared/file-monitor.js';
 import { silentLogger } from '../../dist/shared/logger.js';
-import { fileMonitor } from '../../dist/shared/watchman.js';
 import { putSimOnPath, SIM_ADAPTERS, uniquePrefix } from './util.js';
 
 /** A config for one benchmark: its own prefix and home, the sim adapters, silent logs. */

@@ -1,7 +1,7 @@
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
-import { type FileMonitor, fileMonitor } from '../shared/watchman.js';
+import { type FileMonitor, fileMonitor } from '../shared/file-monitor.js';
 import {
   createOriginStatusReads,
   git,

@@ -8,12 +8,13 @@ import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { QueueSet } from '../queue/queues.js';
 import { type Config, DEFAULT_SLOTS } from '../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../shared/contracts.js';
+import { fileMonitor } from '../shared/file-monitor.js';
+import { InotifyMonitor } from '../shared/inotify-monitor.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { readSigningKey } from '../shared/receipt.js';
 import { createRedis } from '../shared/redis.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { createTelemetry } from '../shared/telemetry.js';
-import { fileMonitor } from '../shared/watchman.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
@@ -101,8 +102,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const monitor = await fileMonitor();
   logger.info(
     monitor
-      ? 'file monitor: Watchman; warm checkouts and the start directory are watched, not walked'
-      : `file monitor: none; warm checkouts ${scanNote(scanSetting())} (FLOTILLA_WATCHMAN=on uses Watchman)`,
+      ? `file monitor: ${monitor instanceof InotifyMonitor ? "the host's own inotify watches" : 'Watchman'}; warm checkouts and the start directory are watched, not walked`
+      : `file monitor: none; warm checkouts ${scanNote(scanSetting())} (FLOTILLA_MONITOR=inotify or watchman to watch them)`,
   );
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;
   const { adapters } = await loadAdaptersOrThrow(adaptersDir);

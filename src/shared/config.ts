@@ -53,8 +53,13 @@ const envSchema = z.object({
   /** Host caches (repo clones, warm checkouts). */
   FLOTILLA_HOME: z.string().optional(),
   /**
-   * Warm checkouts' file-system monitor (shared/watchman.ts), opt-in: `on` (the `watchman` on
-   * PATH) or a Watchman socket path; unset or `off`, checkouts are scanned or walked.
+   * Warm checkouts' file-system monitor (shared/file-monitor.ts), opt-in: `inotify` (the host's
+   * own watches, Linux), `watchman`, or `off`; unset, FLOTILLA_WATCHMAN decides.
+   */
+  FLOTILLA_MONITOR: z.enum(['inotify', 'watchman', 'off']).optional(),
+  /**
+   * Watchman for warm checkouts (shared/watchman.ts), opt-in: `on` (the `watchman` on PATH) or a
+   * Watchman socket path; unset or `off`, checkouts are scanned or walked (FLOTILLA_MONITOR first).
    */
   FLOTILLA_WATCHMAN: z.string().optional(),
   /**

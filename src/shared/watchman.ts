@@ -13,43 +13,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
-
-/** One path a `since` query returned, relative to the checkout. */
-export interface MonitoredChange {
-  readonly name: string;
-  readonly exists: boolean;
-  /** `f` file, `d` directory, `l` symlink, and so on (Watchman's types). */
-  readonly type: string;
-  /** True when the path appeared after the clock. */
-  readonly new: boolean;
-}
-
-export interface MonitoredChanges {
-  readonly changes: MonitoredChange[];
-  /** Watchman's clock when it answered: a change made after the question comes after it. */
-  readonly clock: string;
-}
-
-export interface FileMonitor {
-  /**
-   * A clock for `dir` now (watching `dir` first): every change made after this call, and perhaps
-   * some made just before it, is changed since.
-   */
-  clock(dir: string, options?: { readonly settle?: boolean }): Promise<string | null>;
-  /**
-   * Every path under `dir` that changed after `clock`, and the clock of the answer (what changed
-   * after it is for the next question); null when Watchman cannot say.
-   */
-  changedSince(dir: string, clock: string): Promise<MonitoredChanges | null>;
-  /** Stops watching `dir` (a discarded checkout). */
-  forget(dir: string): Promise<void>;
-  /**
-   * Stops watching every directory at or below `prefix`, before it is deleted: Watchman would
-   * otherwise spend seconds of CPU on the deletion of each watched tree (a pruned cache).
-   */
-  forgetUnder(prefix: string): Promise<void>;
-  close(): void;
-}
+import type { FileMonitor, MonitoredChange, MonitoredChanges } from './monitor-contract.js';
 
 /**
  * How long one answer may take: a query waits for Watchman to have seen every earlier change.
@@ -163,7 +127,7 @@ const TIMEOUTS_BEFORE_RESPITE = 3;
 /** …for this long. */
 const RESPITE_MS = 10 * 60_000;
 
-class WatchmanMonitor implements FileMonitor {
+export class WatchmanMonitor implements FileMonitor {
   private readonly watched = new Map<string, Promise<Watched>>();
   /** Directories whose answers kept timing out, until when they are left to the walks. */
   private readonly failedUntil = new Map<string, number>();
@@ -356,21 +320,7 @@ export async function findWatchmanSocket(
   });
 }
 
-let shared: Promise<FileMonitor | null> | null = null;
-
-/** This process's monitor (one connection, found once), or null when there is none. */
-export function fileMonitor(): Promise<FileMonitor | null> {
-  shared ??= findWatchmanSocket().then((sockname) => (sockname ? new WatchmanMonitor(sockname) : null));
-  return shared;
-}
-
 /** A monitor on a given socket (tests, and hosts told where the daemon is); `answerMs` for tests. */
 export function watchmanMonitor(sockname: string, answerMs?: number): FileMonitor {
   return new WatchmanMonitor(sockname, answerMs);
-}
-
-/** Forgets the shared monitor (tests that change FLOTILLA_WATCHMAN between cases). */
-export function resetFileMonitor(): void {
-  void shared?.then((monitor) => monitor?.close());
-  shared = null;
 }

@@ -12,7 +12,7 @@
  */
 import { readdir, rm, stat, utimes } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { fileMonitor } from '../shared/watchman.js';
+import { fileMonitor } from '../shared/file-monitor.js';
 import { removeDirRecord } from './dir-record.js';
 import { runGit } from './git.js';
 import { canClaim, decideAcquire, type EntryState, keepOnRelease, type PoolEntry } from './pool-rules.js';

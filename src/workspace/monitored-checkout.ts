@@ -5,7 +5,7 @@
  */
 import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { fileMonitor } from '../shared/watchman.js';
+import { fileMonitor } from '../shared/file-monitor.js';
 import { detachedHead, indexLocked } from './checkout-head.js';
 import { runGit } from './git.js';
 import {

@@ -3,7 +3,7 @@
  * a reset must look at, given what the monitor says changed since the checkout was last clean, and
  * how a reset puts exactly those paths back to a target commit.
  */
-import type { MonitoredChange } from '../shared/watchman.js';
+import type { MonitoredChange } from '../shared/file-monitor.js';
 
 /**
  * flotilla's own folders in a checkout, made when it is clean and kept (empty) from attempt to

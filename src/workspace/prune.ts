@@ -7,7 +7,7 @@
  */
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileMonitor } from '../shared/watchman.js';
+import { fileMonitor } from '../shared/file-monitor.js';
 import { removeCheckoutRecords } from './checkout-pool.js';
 import { checkoutsDir, slotFree } from './checkout-root.js';
 import { runGit } from './git.js';

@@ -7,7 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlotillaError } from '../shared/errors.js';
-import { fileMonitor } from '../shared/watchman.js';
+import { fileMonitor } from '../shared/file-monitor.js';
 import { attachedBranch, leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';

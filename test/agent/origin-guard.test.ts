@@ -18,7 +18,7 @@ import {
   porcelainEntries,
 } from '../../src/agent/origin-status.js';
 import { classifyOriginChanges, foldersToList } from '../../src/agent/origin-verdict.js';
-import { fileMonitor } from '../../src/shared/watchman.js';
+import { fileMonitor } from '../../src/shared/file-monitor.js';
 
 const snap = (entries: Record<string, number>) => ({ root: '/r', entries: new Map(Object.entries(entries)) });
 

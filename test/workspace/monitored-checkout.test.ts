@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fileMonitor, resetFileMonitor } from '../../src/shared/watchman.js';
+import { fileMonitor, resetFileMonitor } from '../../src/shared/file-monitor.js';
 import { monitoredWorktree } from '../../src/workspace/monitored-checkout.js';
 import { readCheckoutState } from '../../src/workspace/setup.js';
 import { readWorktree } from '../../src/workspace/snapshot-changes.js';
@@ -41,59 +41,102 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-describe('a warm checkout with a file-system monitor', () => {
-  it('lists an attempt’s changes exactly as a whole-tree git status does, from the changed paths alone', async () => {
-    const { lease, state } = await leasedAtBase(scratch);
-    expect(state.clean?.clock).toBeTruthy();
-    await changeEverything(lease.dir);
+/**
+ * Both monitors run every test of this block: the suite's private Watchman (as hosts with
+ * FLOTILLA_WATCHMAN=on) and the host's own inotify watches (FLOTILLA_MONITOR=inotify).
+ */
+const MONITORS = { Watchman: {}, inotify: { FLOTILLA_MONITOR: 'inotify' } } as const;
 
-    const monitored = await readLeasedWorktree(lease.dir);
-    expect(sorted(monitored)).toEqual(sorted(await readWorktree(lease.dir)));
-    expect(monitored.changes.map((c) => c.path)).toEqual(
-      expect.arrayContaining(['a.txt', 'newdir/sub/x.txt', 'link']),
-    );
-    await lease.release();
+describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, string>) => {
+  beforeAll(() => {
+    Object.assign(process.env, env);
+    resetFileMonitor();
+  });
+  afterAll(() => {
+    for (const name of Object.keys(env)) delete process.env[name];
+    resetFileMonitor();
   });
 
-  it('resets by the changed paths to a moved-on target, leaving exactly a fresh checkout of it plus setup’s output', async () => {
-    const { lease, target, state, keep } = await leasedAtBase(scratch);
-    await changeEverything(lease.dir);
+  describe('a warm checkout with a file-system monitor', () => {
+    it('lists an attempt’s changes exactly as a whole-tree git status does, from the changed paths alone', async () => {
+      const { lease, state } = await leasedAtBase(scratch);
+      expect(state.clean?.clock).toBeTruthy();
+      await changeEverything(lease.dir);
 
-    expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('changed-paths');
-    expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(target);
-    expect(await git(lease.dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
-    // Nothing differs from the target; git ignores setup's folder, which stays as setup left it and the attempt changed it.
-    expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
-    expect(await git(lease.dir, 'ls-files', '-s', 'e.sh')).toMatch(/^100644 /);
-    await lease.release();
+      const monitored = await readLeasedWorktree(lease.dir);
+      expect(sorted(monitored)).toEqual(sorted(await readWorktree(lease.dir)));
+      expect(monitored.changes.map((c) => c.path)).toEqual(
+        expect.arrayContaining(['a.txt', 'newdir/sub/x.txt', 'link']),
+      );
+      await lease.release();
+    });
+
+    it('resets by the changed paths to a moved-on target, leaving exactly a fresh checkout of it plus setup’s output', async () => {
+      const { lease, target, state, keep } = await leasedAtBase(scratch);
+      await changeEverything(lease.dir);
+
+      expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('changed-paths');
+      expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(target);
+      expect(await git(lease.dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
+      // Nothing differs from the target; git ignores setup's folder, which stays as setup left it and the attempt changed it.
+      expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+      expect(await git(lease.dir, 'ls-files', '-s', 'e.sh')).toMatch(/^100644 /);
+      await lease.release();
+    });
+
+    it('resets by the changed paths again and again from one record: it covers every change made since, its own too', async () => {
+      const { lease, base, target } = await leasedAtBase(scratch);
+      await changeEverything(lease.dir);
+      await lease.release();
+      const { dir } = lease;
+      const state = await readCheckoutState(`${dir}.json`);
+      expect((await resetCheckout(dir, target, state.setup?.keep ?? [], state.clean)).how).toBe(
+        'changed-paths',
+      );
+      expect(await wholeStatus(dir)).toBe('!! node_modules/');
+      await writeFile(join(dir, 't-new.txt'), 'changed again\n');
+      await write(dir, 'later.txt', 'a later attempt’s file\n');
+      expect(
+        (
+          await resetCheckout(
+            dir,
+            base,
+            state.setup?.keep ?? [],
+            (
+              await readCheckoutState(`${dir}.json`)
+            ).clean,
+          )
+        ).how,
+      ).toBe('changed-paths');
+      expect(await git(dir, 'rev-parse', 'HEAD')).toBe(base);
+      expect(await wholeStatus(dir)).toBe('!! node_modules/');
+    });
   });
 
-  it('resets by the changed paths again and again from one record: it covers every change made since, its own too', async () => {
-    const { lease, base, target } = await leasedAtBase(scratch);
-    await changeEverything(lease.dir);
-    await lease.release();
-    const { dir } = lease;
-    const state = await readCheckoutState(`${dir}.json`);
-    expect((await resetCheckout(dir, target, state.setup?.keep ?? [], state.clean)).how).toBe(
-      'changed-paths',
-    );
-    expect(await wholeStatus(dir)).toBe('!! node_modules/');
-    await writeFile(join(dir, 't-new.txt'), 'changed again\n');
-    await write(dir, 'later.txt', 'a later attempt’s file\n');
-    expect(
-      (
-        await resetCheckout(
-          dir,
-          base,
-          state.setup?.keep ?? [],
-          (
-            await readCheckoutState(`${dir}.json`)
-          ).clean,
-        )
-      ).how,
-    ).toBe('changed-paths');
-    expect(await git(dir, 'rev-parse', 'HEAD')).toBe(base);
-    expect(await wholeStatus(dir)).toBe('!! node_modules/');
+  describe('a warm checkout leased again and again', () => {
+    it('records each monitored reset’s own clock as clean, and the next attempt’s listing and reset by it are exact', async () => {
+      const { lease: first, pool, base, target, state } = await leasedAtBase(scratch);
+      const dir = first.dir;
+      let clock = state.clean?.clock;
+      let lease = first;
+      for (const [round, commit] of [target, base, target].entries()) {
+        await changeEverything(lease.dir);
+        await lease.release();
+        lease = await leaseCheckout(pool, commit, SETUP);
+        expect(lease.dir).toBe(dir);
+        const record = (await readCheckoutState(`${dir}.json`)).clean;
+        expect(record?.commit).toBe(commit);
+        // A new clock each time, from the reset's own question: no `clock` command after it.
+        expect(record?.clock).not.toBe(clock);
+        clock = record?.clock;
+        expect(await wholeStatus(dir), `round ${round}`).toBe('!! node_modules/');
+        await write(dir, `round-${round}.txt`, 'this attempt’s work\n');
+        const monitored = await readLeasedWorktree(dir);
+        expect(sorted(monitored)).toEqual(sorted(await readWorktree(dir)));
+        expect(monitored.changes.map((c) => c.path)).toContain(`round-${round}.txt`);
+      }
+      await lease.release();
+    });
   });
 });
 
@@ -109,32 +152,6 @@ async function withMonitorSetting(setting: string, body: () => Promise<void>): P
     resetFileMonitor();
   }
 }
-
-describe('a warm checkout leased again and again', () => {
-  it('records each monitored reset’s own clock as clean, and the next attempt’s listing and reset by it are exact', async () => {
-    const { lease: first, pool, base, target, state } = await leasedAtBase(scratch);
-    const dir = first.dir;
-    let clock = state.clean?.clock;
-    let lease = first;
-    for (const [round, commit] of [target, base, target].entries()) {
-      await changeEverything(lease.dir);
-      await lease.release();
-      lease = await leaseCheckout(pool, commit, SETUP);
-      expect(lease.dir).toBe(dir);
-      const record = (await readCheckoutState(`${dir}.json`)).clean;
-      expect(record?.commit).toBe(commit);
-      // A new clock each time, from the reset's own question: no `clock` command after it.
-      expect(record?.clock).not.toBe(clock);
-      clock = record?.clock;
-      expect(await wholeStatus(dir), `round ${round}`).toBe('!! node_modules/');
-      await write(dir, `round-${round}.txt`, 'this attempt’s work\n');
-      const monitored = await readLeasedWorktree(dir);
-      expect(sorted(monitored)).toEqual(sorted(await readWorktree(dir)));
-      expect(monitored.changes.map((c) => c.path)).toContain(`round-${round}.txt`);
-    }
-    await lease.release();
-  });
-});
 
 describe('stopping watching before a delete', () => {
   it('forgets every watched checkout below a folder (a pruned cache), and only those', async () => {
@@ -168,6 +185,25 @@ describe('a warm checkout whose monitor cannot say what changed', () => {
       expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
       await lease.release();
     }).finally(() => own.stop());
+  });
+
+  it('walks the whole tree when the host’s own watches are not those that saw it clean (a restarted host)', async () => {
+    process.env.FLOTILLA_MONITOR = 'inotify';
+    resetFileMonitor();
+    try {
+      const { lease, target, state, keep } = await leasedAtBase(scratch);
+      expect(state.clean?.clock).toMatch(/^inotify:/);
+      await changeEverything(lease.dir);
+      resetFileMonitor();
+      expect(await monitoredWorktree(lease.dir)).toBeNull();
+      expect(sorted(await readLeasedWorktree(lease.dir))).toEqual(sorted(await readWorktree(lease.dir)));
+      expect((await resetCheckout(lease.dir, target, keep, state.clean)).how).toBe('whole-tree');
+      expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+      await lease.release();
+    } finally {
+      delete process.env.FLOTILLA_MONITOR;
+      resetFileMonitor();
+    }
   });
 
   it('keeps flotilla’s dispatch folders through a walked reset, emptied (Watchman 4.9 crawls the tree again for a deleted folder)', async () => {

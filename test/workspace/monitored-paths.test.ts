@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { MonitoredChange } from '../../src/shared/watchman.js';
+import type { MonitoredChange } from '../../src/shared/file-monitor.js';
 import {
   ancestorsOf,
   candidatePaths,

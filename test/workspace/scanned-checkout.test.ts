@@ -20,7 +20,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fileMonitor, resetFileMonitor } from '../../src/shared/watchman.js';
+import { fileMonitor, resetFileMonitor } from '../../src/shared/file-monitor.js';
 import { checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { dirRecordFile, readDirRecord, scanChanges } from '../../src/workspace/dir-record.js';
 import { runGit } from '../../src/workspace/git.js';

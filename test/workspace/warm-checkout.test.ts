@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resetFileMonitor } from '../../src/shared/watchman.js';
+import { resetFileMonitor } from '../../src/shared/file-monitor.js';
 import { type CheckoutPool, checkoutPool } from '../../src/workspace/checkout-pool.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
 import { runGit } from '../../src/workspace/git.js';
@@ -86,12 +86,13 @@ async function bash(command: string, cwd: string): Promise<CommandOutcome> {
 }
 
 /**
- * The three ways a warm checkout finds what an attempt left: the suite's private Watchman (as
- * hosts with FLOTILLA_WATCHMAN=on), the directory record hosts use on large trees without one,
+ * The ways a warm checkout finds what an attempt left: the suite's private Watchman (as hosts
+ * with FLOTILLA_WATCHMAN=on), the host's own inotify watches (FLOTILLA_MONITOR=inotify), the directory record hosts use on large trees without one,
  * and git's walks (small trees, FLOTILLA_CHECKOUT_SCAN=off). Each runs every test below.
  */
 const MODES = {
   monitored: {},
+  inotify: { FLOTILLA_MONITOR: 'inotify' },
   scanned: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'on' },
   walked: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'off' },
 } as const;

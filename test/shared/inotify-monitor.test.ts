@@ -1,0 +1,181 @@
+/**
+ * The host's own file-system monitor (src/shared/inotify-monitor.ts) on real folders: every
+ * change made after a clock is named by the next answer, and whenever it may have missed one it
+ * answers null, never a short list.
+ */
+import { execFileSync } from 'node:child_process';
+import { appendFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MonitoredChange } from '../../src/shared/file-monitor.js';
+import { monitorKind } from '../../src/shared/file-monitor.js';
+import { InotifyMonitor } from '../../src/shared/inotify-monitor.js';
+
+let root: string;
+let counter = 0;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-inotify-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A tree of a few folders and files, watched by a new monitor, and its first clock. */
+async function watched(options: { readonly overflowGuard?: number } = {}) {
+  const dir = join(root, `tree-${++counter}`);
+  await mkdir(join(dir, 'src', 'deep', 'er'), { recursive: true });
+  await mkdir(join(dir, 'docs'), { recursive: true });
+  await mkdir(join(dir, '.git', 'objects'), { recursive: true });
+  await writeFile(join(dir, 'README'), 'readme\n');
+  await writeFile(join(dir, 'src', 'deep', 'er', 'a.txt'), 'a\n');
+  await writeFile(join(dir, 'docs', 'b.txt'), 'b\n');
+  const monitor = new InotifyMonitor(options);
+  const clock = await monitor.clock(dir);
+  if (!clock) throw new Error('no clock');
+  return { dir, monitor, clock };
+}
+
+function byName(changes: readonly MonitoredChange[] | undefined) {
+  return Object.fromEntries((changes ?? []).map((change) => [change.name, change]));
+}
+
+describe('the inotify monitor', () => {
+  it('names a file edited in place deep in the tree, and nothing before the clock', async () => {
+    const { dir, monitor, clock } = await watched();
+    await appendFile(join(dir, 'src', 'deep', 'er', 'a.txt'), 'edited\n');
+    const answer = await monitor.changedSince(dir, clock);
+    expect(answer?.changes.map((c) => c.name)).toEqual(['src/deep/er/a.txt']);
+    expect(byName(answer?.changes)['src/deep/er/a.txt']).toMatchObject({ exists: true, type: 'f' });
+    // Its clock comes after the edit: asked again, nothing changed since.
+    expect((await monitor.changedSince(dir, answer?.clock ?? ''))?.changes).toEqual([]);
+    monitor.close();
+  });
+
+  it('names every file of a folder made after the clock, those written the instant it was made too', async () => {
+    const { dir, monitor, clock } = await watched();
+    // Made by another process while this one's event loop is blocked: every file is written
+    // before any watch of the new folders can exist.
+    execFileSync('sh', ['-c', 'mkdir -p new/sub && echo x > new/sub/x.txt && echo y > new/y.txt'], {
+      cwd: dir,
+    });
+    const first = await monitor.changedSince(dir, clock);
+    const names = byName(first?.changes);
+    expect(names.new).toMatchObject({ type: 'd', new: true, exists: true });
+    expect(names['new/sub']).toMatchObject({ type: 'd', new: true });
+    expect(names['new/sub/x.txt']).toMatchObject({ type: 'f', exists: true });
+    expect(names['new/y.txt']).toMatchObject({ type: 'f', exists: true });
+    // The new folder is watched now: a later edit in it is named by the next answer.
+    await appendFile(join(dir, 'new', 'sub', 'x.txt'), 'more\n');
+    const second = await monitor.changedSince(dir, first?.clock ?? '');
+    expect(second?.changes.map((c) => c.name)).toEqual(['new/sub/x.txt']);
+    monitor.close();
+  });
+
+  it('names a deleted folder as a folder, and the files of one deleted and made again at the same name', async () => {
+    const { dir, monitor, clock } = await watched();
+    await rm(join(dir, 'docs'), { recursive: true });
+    const gone = byName((await monitor.changedSince(dir, clock))?.changes);
+    expect(gone.docs).toMatchObject({ type: 'd', exists: false, new: true });
+
+    const again = await monitor.clock(dir);
+    await rm(join(dir, 'src', 'deep'), { recursive: true });
+    await mkdir(join(dir, 'src', 'deep', 'er'), { recursive: true });
+    await writeFile(join(dir, 'src', 'deep', 'er', 'a.txt'), 'a\n');
+    await writeFile(join(dir, 'src', 'deep', 'er', 'left.txt'), 'an untracked leftover\n');
+    const names = byName((await monitor.changedSince(dir, again ?? ''))?.changes);
+    expect(names['src/deep']).toMatchObject({ type: 'd', new: true, exists: true });
+    expect(names['src/deep/er/left.txt']).toMatchObject({ exists: true });
+    // And the folder made again is watched in place of the old one.
+    const later = await monitor.clock(dir);
+    await appendFile(join(dir, 'src', 'deep', 'er', 'a.txt'), 'edited\n');
+    expect((await monitor.changedSince(dir, later ?? ''))?.changes.map((c) => c.name)).toEqual([
+      'src/deep/er/a.txt',
+    ]);
+    monitor.close();
+  });
+
+  it('names both ends of a folder moved, and what is below the new name', async () => {
+    const { dir, monitor, clock } = await watched();
+    await rename(join(dir, 'src'), join(dir, 'lib'));
+    const names = byName((await monitor.changedSince(dir, clock))?.changes);
+    expect(names.src).toMatchObject({ type: 'd', exists: false });
+    expect(names.lib).toMatchObject({ type: 'd', exists: true, new: true });
+    expect(names['lib/deep/er/a.txt']).toMatchObject({ exists: true });
+    monitor.close();
+  });
+
+  it('leaves out git’s own folder', async () => {
+    const { dir, monitor, clock } = await watched();
+    await writeFile(join(dir, '.git', 'objects', 'pack'), 'git writes here\n');
+    await writeFile(join(dir, 'README'), 'changed\n');
+    expect((await monitor.changedSince(dir, clock))?.changes.map((c) => c.name)).toEqual(['README']);
+    monitor.close();
+  });
+
+  it('cannot answer after more events than an overflowed queue could have dropped (libuv drops the overflow event)', async () => {
+    const { dir, monitor, clock } = await watched({ overflowGuard: 20 });
+    for (let i = 0; i < 30; i++) await writeFile(join(dir, `f${i}.txt`), `${i}\n`);
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    // A new clock starts again.
+    const fresh = await monitor.clock(dir);
+    await writeFile(join(dir, 'README'), 'changed\n');
+    expect((await monitor.changedSince(dir, fresh ?? ''))?.changes.map((c) => c.name)).toEqual(['README']);
+    monitor.close();
+  });
+
+  it('cannot answer for a clock older than one it already answered (what came before is forgotten)', async () => {
+    const { dir, monitor, clock } = await watched();
+    await writeFile(join(dir, 'README'), 'one\n');
+    const answer = await monitor.changedSince(dir, clock);
+    await writeFile(join(dir, 'README'), 'two\n');
+    expect(await monitor.changedSince(dir, answer?.clock ?? '')).not.toBeNull();
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    monitor.close();
+  });
+
+  it('cannot answer for a clock of another process, or of a tree it stopped watching', async () => {
+    const { dir, monitor, clock } = await watched();
+    const other = new InotifyMonitor();
+    expect(await other.changedSince(dir, clock)).toBeNull();
+    other.close();
+    await monitor.forgetUnder(root);
+    expect(monitor.watchedFolders(dir)).toBe(0);
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    monitor.close();
+  });
+
+  it('cannot answer once a name it cannot read faithfully appears, until the tree is watched afresh', async () => {
+    const { dir, monitor, clock } = await watched();
+    await writeFile(Buffer.from(`${dir}/bad-\xff-name`, 'latin1'), 'x\n');
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    await rm(Buffer.from(`${dir}/bad-\xff-name`, 'latin1'));
+    const fresh = await monitor.clock(dir);
+    expect(fresh).not.toBeNull();
+    await writeFile(join(dir, 'README'), 'changed\n');
+    expect((await monitor.changedSince(dir, fresh ?? ''))?.changes.map((c) => c.name)).toEqual(['README']);
+    monitor.close();
+  });
+
+  it('watches one folder per folder of the tree', async () => {
+    const { dir, monitor } = await watched();
+    // The top, src, src/deep, src/deep/er and docs; not .git.
+    expect(monitor.watchedFolders(dir)).toBe(5);
+    monitor.close();
+  });
+});
+
+describe('FLOTILLA_MONITOR', () => {
+  it.each([
+    ['unset, Watchman not asked for', {}, 'off'],
+    ['inotify', { FLOTILLA_MONITOR: 'inotify' }, 'inotify'],
+    ['inotify over a Watchman socket', { FLOTILLA_MONITOR: 'inotify', FLOTILLA_WATCHMAN: '/s' }, 'inotify'],
+    ['watchman', { FLOTILLA_MONITOR: 'watchman' }, 'watchman'],
+    ['off over a Watchman socket', { FLOTILLA_MONITOR: 'off', FLOTILLA_WATCHMAN: '/s' }, 'off'],
+    ['FLOTILLA_WATCHMAN=on alone, as before', { FLOTILLA_WATCHMAN: 'on' }, 'watchman'],
+    ['FLOTILLA_WATCHMAN=off alone', { FLOTILLA_WATCHMAN: 'off' }, 'off'],
+  ])('%s', (_name, env: Record<string, string>, kind) => {
+    expect(monitorKind(env)).toBe(kind);
+  });
+});
