@@ -12,9 +12,11 @@
  * - a folder that appears is watched and everything in it counted as changed (what was written
  *   there before the watch took hold included); a folder that could not be watched, a watcher's
  *   error or a name that is not UTF-8 leaves the tree unanswerable until it is watched afresh;
- * - libuv drops the kernel's "queue overflowed" event, so an answer after `overflowGuard` events
- *   or more is null: an overflow takes a full queue (`/proc/sys/fs/inotify/max_queued_events`,
- *   16,384 by default), and every event of it is delivered, and counted, before the next answer.
+ * - libuv drops the kernel's "queue overflowed" event, but an overflow takes a full queue
+ *   (`/proc/sys/fs/inotify/max_queued_events`, 16,384 by default), and libuv reads the queue to
+ *   its end each time: so a read of `overflowGuard` events or more at once (half the queue) makes
+ *   every clock from before it unanswerable. A steady stream read as it comes (an `npm ci` in
+ *   another checkout) does not.
  */
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
 import { lstat, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -27,6 +29,12 @@ const COOKIE_MS = 2_000;
 
 /** More changed paths than this and an answer would cost what the walk costs: callers walk. */
 const ANSWER_LIMIT = 20_000;
+
+/**
+ * Changes kept per tree (a path changed again counts again): a clock older than the oldest of
+ * them cannot be answered, and its caller walks once. A few megabytes at most.
+ */
+const KEPT_CHANGES = 100_000;
 
 /** The kernel's default queue length, when /proc does not say. */
 const DEFAULT_QUEUED_EVENTS = 16_384;
@@ -45,7 +53,10 @@ interface Tree {
   readonly dir: string;
   /** Watched folders by path relative to `dir` (`''` is `dir` itself). */
   readonly folders: Map<string, FSWatcher>;
+  /** Each path's last change. */
   readonly changes: Map<string, Change>;
+  /** Every change in the order seen (so by `seq`), for an answer that costs what changed since. */
+  log: { readonly seq: number; readonly path: string }[];
   /** What changed at or before this count is forgotten: an older clock cannot be answered. */
   floor: number;
   /** Something may have gone unseen: no answers until clock() watches the tree afresh. */
@@ -62,12 +73,19 @@ export class InotifyMonitor implements FileMonitor {
   private seq = 0;
   private readonly instance = `${process.pid}-${Date.now().toString(36)}`;
   private readonly overflowGuard: number;
+  /** Events delivered in the current read of the queue (one turn of the event loop). */
+  private burst = 0;
+  /** A clock below this may have lost events to an overflowed queue. */
+  private untrustedBefore = 0;
   private cookies: Promise<{ readonly dir: string; readonly watcher: FSWatcher }> | null = null;
   private readonly waiting = new Map<string, () => void>();
   private cookieCount = 0;
 
-  constructor(options: { readonly overflowGuard?: number } = {}) {
+  private readonly keptChanges: number;
+
+  constructor(options: { readonly overflowGuard?: number; readonly keptChanges?: number } = {}) {
     this.overflowGuard = options.overflowGuard ?? Math.floor(queuedEventsLimit() / 2);
+    this.keptChanges = options.keptChanges ?? KEPT_CHANGES;
   }
 
   async clock(dir: string): Promise<string | null> {
@@ -90,12 +108,17 @@ export class InotifyMonitor implements FileMonitor {
     if (since === null || !tree || tree.broken || since < tree.floor) return null;
     if (!(await this.flush())) return null;
     await settled(tree);
-    if (tree.broken || this.seq - since >= this.overflowGuard) return null;
+    if (tree.broken || since < this.untrustedBefore) return null;
     const now = this.seq;
-    const changed = [...tree.changes].filter(([, change]) => change.seq > since);
-    for (const [path, change] of tree.changes) if (change.seq <= since) tree.changes.delete(path);
-    tree.floor = since;
-    if (changed.length > ANSWER_LIMIT) return null;
+    // Nothing is forgotten on answering: another caller may still ask from an older clock (two
+    // runs' origin guards watching one repository).
+    const changed = new Map<string, Change>();
+    for (let i = firstAfter(tree.log, since); i < tree.log.length; i++) {
+      const path = tree.log[i]?.path ?? '';
+      const change = tree.changes.get(path);
+      if (change) changed.set(path, change);
+      if (changed.size > ANSWER_LIMIT) return null;
+    }
     const changes: MonitoredChange[] = [];
     for (const [name, change] of changed) {
       const info = await lstat(join(dir, name)).catch(() => null);
@@ -147,6 +170,7 @@ export class InotifyMonitor implements FileMonitor {
       dir,
       folders: new Map(),
       changes: new Map(),
+      log: [],
       floor: this.seq,
       broken: false,
       busy: Promise.resolve(),
@@ -202,7 +226,7 @@ export class InotifyMonitor implements FileMonitor {
 
   /** One event from the watcher of the folder at `folder`. */
   private seen(tree: Tree, folder: string, type: string, raw: Buffer | null): void {
-    this.seq += 1;
+    this.delivered();
     const name = raw ? utf8(raw) : null;
     if (name === null) {
       tree.broken = true;
@@ -215,8 +239,28 @@ export class InotifyMonitor implements FileMonitor {
     if (renamed) this.follow(tree, path);
   }
 
+  /**
+   * Counts one event from the kernel. libuv reads the whole queue in one go, calling back for each
+   * event before the loop turns; a read as long as the guard is taken for an overflow, which makes
+   * every clock before its end unanswerable (while it lasts, every clock).
+   */
+  private delivered(): void {
+    this.seq += 1;
+    this.burst += 1;
+    if (this.burst === 1) {
+      setImmediate(() => {
+        if (this.burst >= this.overflowGuard) this.untrustedBefore = this.seq;
+        this.burst = 0;
+      });
+    } else if (this.burst === this.overflowGuard) {
+      this.untrustedBefore = Number.MAX_SAFE_INTEGER;
+    }
+  }
+
   private record(tree: Tree, path: string, renamed: boolean, folder: boolean, seq: number): void {
     const before = tree.changes.get(path);
+    tree.log.push({ seq, path });
+    if (tree.log.length > this.keptChanges) forgetOlderHalf(tree);
     tree.changes.set(path, {
       seq,
       renamed: renamed || (before?.renamed ?? false),
@@ -271,6 +315,10 @@ export class InotifyMonitor implements FileMonitor {
       await rm(join(dir, name), { force: true });
       return ok;
     } catch {
+      // The folder went (a /tmp cleaner): the next answer makes another.
+      const cookies = this.cookies;
+      this.cookies = null;
+      void cookies?.then(({ watcher }) => watcher.close()).catch(() => undefined);
       return false;
     }
   }
@@ -278,7 +326,7 @@ export class InotifyMonitor implements FileMonitor {
   private async cookieFolder(): Promise<{ dir: string; watcher: FSWatcher }> {
     const dir = await mkdtemp(join(tmpdir(), 'flotilla-monitor-'));
     const watcher = watch(dir, { persistent: false }, (_type, name) => {
-      this.seq += 1;
+      this.delivered();
       if (!name) return;
       const waiting = this.waiting.get(name);
       this.waiting.delete(name);
@@ -296,6 +344,27 @@ export class InotifyMonitor implements FileMonitor {
     for (const watcher of tree.folders.values()) watcher.close();
     tree.folders.clear();
   }
+}
+
+/** The index of the first change in `log` after `seq` (the log is in `seq` order). */
+function firstAfter(log: readonly { readonly seq: number }[], seq: number): number {
+  let low = 0;
+  let high = log.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((log[middle]?.seq ?? 0) <= seq) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** Forgets the older half of a tree's changes; a clock from before them can no longer be answered. */
+function forgetOlderHalf(tree: Tree): void {
+  const cut = tree.log.length >>> 1;
+  const dropped = tree.log.slice(0, cut);
+  tree.log = tree.log.slice(cut);
+  for (const { seq, path } of dropped) if (tree.changes.get(path)?.seq === seq) tree.changes.delete(path);
+  tree.floor = dropped.at(-1)?.seq ?? tree.floor;
 }
 
 /** Waits until no folder that appeared is still being watched (new ones may appear meanwhile). */

@@ -4,7 +4,7 @@
  * answers null, never a short list.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 /** A tree of a few folders and files, watched by a new monitor, and its first clock. */
-async function watched(options: { readonly overflowGuard?: number } = {}) {
+async function watched(options: { readonly overflowGuard?: number; readonly keptChanges?: number } = {}) {
   const dir = join(root, `tree-${++counter}`);
   await mkdir(join(dir, 'src', 'deep', 'er'), { recursive: true });
   await mkdir(join(dir, 'docs'), { recursive: true });
@@ -114,9 +114,11 @@ describe('the inotify monitor', () => {
     monitor.close();
   });
 
-  it('cannot answer after more events than an overflowed queue could have dropped (libuv drops the overflow event)', async () => {
+  it('cannot answer across a read of the queue as long as an overflow would take (libuv drops the overflow event)', async () => {
     const { dir, monitor, clock } = await watched({ overflowGuard: 20 });
-    for (let i = 0; i < 30; i++) await writeFile(join(dir, `f${i}.txt`), `${i}\n`);
+    // Written while this process's event loop is blocked: the 30 events wait in the queue and
+    // come in one read.
+    execFileSync('sh', ['-c', 'for i in $(seq 30); do echo $i > f$i.txt; done'], { cwd: dir });
     expect(await monitor.changedSince(dir, clock)).toBeNull();
     // A new clock starts again.
     const fresh = await monitor.clock(dir);
@@ -125,13 +127,56 @@ describe('the inotify monitor', () => {
     monitor.close();
   });
 
-  it('cannot answer for a clock older than one it already answered (what came before is forgotten)', async () => {
+  it('answers after as many events as that when they came as they were made (a steady stream, not an overflow)', async () => {
+    const { dir, monitor, clock } = await watched({ overflowGuard: 20 });
+    for (let i = 0; i < 30; i++) {
+      await writeFile(join(dir, `f${i}.txt`), `${i}\n`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await monitor.changedSince(dir, clock))?.changes).toHaveLength(30);
+    monitor.close();
+  });
+
+  it('answers an older clock after a newer one (two runs’ guards watching one repository)', async () => {
     const { dir, monitor, clock } = await watched();
     await writeFile(join(dir, 'README'), 'one\n');
-    const answer = await monitor.changedSince(dir, clock);
-    await writeFile(join(dir, 'README'), 'two\n');
-    expect(await monitor.changedSince(dir, answer?.clock ?? '')).not.toBeNull();
+    const later = await monitor.clock(dir);
+    await writeFile(join(dir, 'docs', 'b.txt'), 'two\n');
+    expect((await monitor.changedSince(dir, later ?? ''))?.changes.map((c) => c.name)).toEqual([
+      'docs/b.txt',
+    ]);
+    expect((await monitor.changedSince(dir, clock))?.changes.map((c) => c.name).sort()).toEqual([
+      'README',
+      'docs/b.txt',
+    ]);
+    monitor.close();
+  });
+
+  it('forgets its older changes past a bound, and then cannot answer a clock from before them', async () => {
+    const { dir, monitor, clock } = await watched({ keptChanges: 10 });
+    await writeFile(join(dir, 'README'), 'early\n');
+    const later = await monitor.clock(dir);
+    for (let i = 0; i < 12; i++) await writeFile(join(dir, 'docs', `n${i}.txt`), `${i}\n`);
     expect(await monitor.changedSince(dir, clock)).toBeNull();
+    const recent = await monitor.clock(dir);
+    await writeFile(join(dir, 'README'), 'late\n');
+    expect((await monitor.changedSince(dir, recent ?? ''))?.changes.map((c) => c.name)).toEqual(['README']);
+    expect(later).not.toBeNull();
+    monitor.close();
+  });
+
+  it('makes its cookie folder again when a /tmp cleaner removed it', async () => {
+    const { dir, monitor, clock } = await watched();
+    const cookies = (await readdir(tmpdir())).filter((name) => name.startsWith('flotilla-monitor-'));
+    await writeFile(join(dir, 'README'), 'one\n');
+    expect(await monitor.changedSince(dir, clock)).not.toBeNull();
+    const made = (await readdir(tmpdir())).filter(
+      (name) => name.startsWith('flotilla-monitor-') && !cookies.includes(name),
+    );
+    expect(made).toHaveLength(1);
+    await rm(join(tmpdir(), made[0] ?? 'none'), { recursive: true });
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    expect((await monitor.changedSince(dir, clock))?.changes.map((c) => c.name)).toEqual(['README']);
     monitor.close();
   });
 
