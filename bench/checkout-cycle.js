@@ -64,6 +64,7 @@ export async function run(options = {}) {
   const modes = options.modes ?? defaults.modes;
   const slots = Number(options.slots ?? defaults.slots);
   process.env.FLOTILLA_WATCHMAN = 'off';
+  process.env.FLOTILLA_MONITOR = 'off';
   resetFileMonitor();
   const root = join(tmpdir(), `flotilla-bench-cycle-${process.pid}`);
   await mkdir(root, { recursive: true });

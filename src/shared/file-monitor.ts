@@ -13,20 +13,29 @@ import { findWatchmanSocket, WatchmanMonitor } from './watchman.js';
 
 export type { FileMonitor, MonitoredChange, MonitoredChanges } from './monitor-contract.js';
 
-export type MonitorKind = 'inotify' | 'watchman' | 'off';
+export type MonitorKind = 'auto' | 'inotify' | 'watchman' | 'off';
 
 /**
- * The monitor a host uses: `FLOTILLA_MONITOR` (`inotify`, the host's own watches, Linux only;
- * `watchman`; `off`), else Watchman when `FLOTILLA_WATCHMAN` asks for it, else none.
+ * The monitor a host uses: `FLOTILLA_MONITOR` — `auto` (the default: the host's own inotify
+ * watches on Linux, for trees of AUTO_MIN_ENTRIES or more), `inotify` (every tree), `watchman`,
+ * `off`. Unset, a `FLOTILLA_WATCHMAN` that asks for Watchman still gets it.
  */
 export function monitorKind(env: Readonly<Record<string, string | undefined>> = process.env): MonitorKind {
   const setting = env.FLOTILLA_MONITOR?.trim().toLowerCase() ?? '';
-  if (setting === 'inotify') return process.platform === 'linux' ? 'inotify' : 'off';
-  if (setting === 'watchman') return 'watchman';
-  if (setting !== '') return 'off';
+  const linux = (kind: MonitorKind): MonitorKind => (process.platform === 'linux' ? kind : 'off');
+  if (setting === 'inotify') return linux('inotify');
+  if (setting === 'watchman' || setting === 'off') return setting;
+  if (setting !== '' && setting !== 'auto') return 'off';
   const watchman = env.FLOTILLA_WATCHMAN?.trim() ?? '';
-  return ['', 'off', '0', 'false'].includes(watchman) ? 'off' : 'watchman';
+  return setting === '' && !['', 'off', '0', 'false'].includes(watchman) ? 'watchman' : linux('auto');
 }
+
+/**
+ * Below this many files and folders a tree is left to the walks under `auto`: git's walk of a small
+ * tree costs a few milliseconds, less than the extra git processes of a reset by changed paths
+ * (docs/BENCHMARKS.md §18). About where the origin guard stops walking too (WALKED_INDEX_BYTES).
+ */
+export const AUTO_MIN_ENTRIES = 10_000;
 
 let shared: Promise<FileMonitor | null> | null = null;
 
@@ -36,8 +45,15 @@ export function fileMonitor(): Promise<FileMonitor | null> {
   return shared;
 }
 
+/** The monitor, unless there is none or it leaves `dir` to the walks. */
+export async function monitorFor(dir: string): Promise<FileMonitor | null> {
+  const monitor = await fileMonitor();
+  return monitor && !monitor.declines(dir) ? monitor : null;
+}
+
 async function makeMonitor(env: Readonly<Record<string, string | undefined>>): Promise<FileMonitor | null> {
   const kind = monitorKind(env);
+  if (kind === 'auto') return new InotifyMonitor({ minEntries: AUTO_MIN_ENTRIES });
   if (kind === 'inotify') return new InotifyMonitor();
   if (kind === 'off') return null;
   const asked = env.FLOTILLA_WATCHMAN?.trim() ?? '';

@@ -18,8 +18,9 @@
  *   every clock from before it unanswerable. A steady stream read as it comes (an `npm ci` in
  *   another checkout) does not.
  */
+import { randomBytes } from 'node:crypto';
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
-import { lstat, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FileMonitor, MonitoredChange, MonitoredChanges } from './monitor-contract.js';
@@ -51,6 +52,10 @@ interface Change {
 
 interface Tree {
   readonly dir: string;
+  /** `dir` with its links resolved, and its identity: a tree replaced under the same name is another. */
+  real: string;
+  dev: number;
+  ino: number;
   /** Watched folders by path relative to `dir` (`''` is `dir` itself). */
   readonly folders: Map<string, FSWatcher>;
   /** Each path's last change. */
@@ -61,45 +66,101 @@ interface Tree {
   floor: number;
   /** Something may have gone unseen: no answers until clock() watches the tree afresh. */
   broken: boolean;
-  /** Folders that appeared, watched and listed in event order, one after the other. */
+  /** No longer watched (forgotten, closed, or replaced): work still under way for it stops. */
+  dropped: boolean;
+  /** The first listing, then each folder that appeared, watched and listed in event order. */
   busy: Promise<void>;
 }
 
 const CLOCK_PREFIX = 'inotify';
 
+/**
+ * The process's one inotify queue, shared by every monitor in it (libuv keeps one instance per
+ * event loop): its events are counted here, and a read long enough to be an overflow is told to
+ * every monitor alive, so an overflow caused through one makes the others' clocks unanswerable
+ * too. flotilla makes no other `fs.watch` of its own.
+ */
+const queue = {
+  /** Events delivered so far: the clocks. */
+  seq: 0,
+  /** Events delivered in the current read of the queue (one turn of the event loop). */
+  burst: 0,
+  monitors: new Set<InotifyMonitor>(),
+};
+
+/**
+ * Counts one event from the kernel. libuv reads the whole queue in one go, calling back for each
+ * event before the loop turns; a read as long as a monitor's guard is taken for an overflow, which
+ * makes every clock of that monitor before its end unanswerable (while it lasts, every clock).
+ */
+function delivered(): void {
+  queue.seq += 1;
+  queue.burst += 1;
+  if (queue.burst === 1) {
+    setImmediate(() => {
+      for (const monitor of queue.monitors) monitor.readEnded(queue.burst, queue.seq);
+      queue.burst = 0;
+    });
+  }
+  for (const monitor of queue.monitors) monitor.reading(queue.burst);
+}
+
+/** How long an answer waits for folders that appeared to be watched and listed before it walks. */
+const SETTLE_MS = 2_000;
+
 export class InotifyMonitor implements FileMonitor {
   private readonly trees = new Map<string, Tree>();
-  /** Events seen by the whole process: the clocks, and the overflow guard. */
-  private seq = 0;
-  private readonly instance = `${process.pid}-${Date.now().toString(36)}`;
-  private readonly overflowGuard: number;
-  /** Events delivered in the current read of the queue (one turn of the event loop). */
-  private burst = 0;
-  /** A clock below this may have lost events to an overflowed queue. */
-  private untrustedBefore = 0;
+  private readonly instance = `${process.pid}-${randomBytes(6).toString('hex')}`;
   private cookies: Promise<{ readonly dir: string; readonly watcher: FSWatcher }> | null = null;
   private readonly waiting = new Map<string, () => void>();
   private cookieCount = 0;
-
   private readonly keptChanges: number;
+  private readonly minEntries: number;
+  private readonly overflowGuard: number;
+  /** A clock below this may have lost events to an overflowed queue. */
+  private untrustedBefore = 0;
+  /** Trees too small to watch (minEntries), left to the walks for this process's life. */
+  private readonly declined = new Set<string>();
 
-  constructor(options: { readonly overflowGuard?: number; readonly keptChanges?: number } = {}) {
+  constructor(
+    options: {
+      readonly overflowGuard?: number;
+      readonly keptChanges?: number;
+      readonly minEntries?: number;
+    } = {},
+  ) {
     this.overflowGuard = options.overflowGuard ?? Math.floor(queuedEventsLimit() / 2);
+    queue.monitors.add(this);
     this.keptChanges = options.keptChanges ?? KEPT_CHANGES;
+    this.minEntries = options.minEntries ?? 0;
+  }
+
+  /** A read of the queue is `burst` events long so far (delivered()). */
+  reading(burst: number): void {
+    if (burst === this.overflowGuard) this.untrustedBefore = Number.MAX_SAFE_INTEGER;
+  }
+
+  /** A read of the queue ended, `burst` events long, the last of them `seq`. */
+  readEnded(burst: number, seq: number): void {
+    if (burst >= this.overflowGuard) this.untrustedBefore = seq;
+  }
+
+  declines(dir: string): boolean {
+    return this.declined.has(dir);
   }
 
   async clock(dir: string): Promise<string | null> {
+    if (this.declined.has(dir)) return null;
     let tree = this.trees.get(dir);
     if (tree?.broken) {
-      this.drop(dir);
+      this.drop(tree);
       tree = undefined;
     }
-    tree ??= (await this.watchTree(dir)) ?? undefined;
-    if (!tree) return null;
-    // A folder that appeared is watched before the clock is read: a file written in it later has
-    // its own event, one written before is listed with the folder.
-    await settled(tree);
-    return tree.broken ? null : `${CLOCK_PREFIX}:${this.instance}:${this.seq}`;
+    tree ??= this.watchTree(dir);
+    // The first listing, and any folder that appeared, is watched before the clock is read: a
+    // file written there later has its own event, one written before is listed with the folder.
+    if (!(await settled(tree)) || tree.broken || tree.dropped) return null;
+    return `${CLOCK_PREFIX}:${this.instance}:${queue.seq}`;
   }
 
   async changedSince(dir: string, clock: string): Promise<MonitoredChanges | null> {
@@ -107,9 +168,11 @@ export class InotifyMonitor implements FileMonitor {
     const tree = this.trees.get(dir);
     if (since === null || !tree || tree.broken || since < tree.floor) return null;
     if (!(await this.flush())) return null;
-    await settled(tree);
-    if (tree.broken || since < this.untrustedBefore) return null;
-    const now = this.seq;
+    if (!(await settled(tree)) || !(await sameTree(tree))) return null;
+    // Checked after the waits, with nothing awaited until the log is read: events during them may
+    // have forgotten changes, broken the tree or overflowed the queue.
+    if (tree.broken || tree.dropped || since < tree.floor || since < this.untrustedBefore) return null;
+    const now = queue.seq;
     // Nothing is forgotten on answering: another caller may still ask from an older clock (two
     // runs' origin guards watching one repository).
     const changed = new Map<string, Change>();
@@ -133,16 +196,18 @@ export class InotifyMonitor implements FileMonitor {
   }
 
   async forget(dir: string): Promise<void> {
-    this.drop(dir);
+    const tree = this.trees.get(dir);
+    if (tree) this.drop(tree);
   }
 
   async forgetUnder(prefix: string): Promise<void> {
     const top = prefix.replace(/\/+$/, '');
-    for (const dir of [...this.trees.keys()]) if (dir === top || dir.startsWith(`${top}/`)) this.drop(dir);
+    for (const [dir, tree] of [...this.trees]) if (dir === top || dir.startsWith(`${top}/`)) this.drop(tree);
   }
 
   close(): void {
-    for (const dir of [...this.trees.keys()]) this.drop(dir);
+    queue.monitors.delete(this);
+    for (const tree of [...this.trees.values()]) this.drop(tree);
     const cookies = this.cookies;
     this.cookies = null;
     void cookies
@@ -164,33 +229,52 @@ export class InotifyMonitor implements FileMonitor {
     return Number(count);
   }
 
-  /** Watches every folder of `dir`; null (nothing kept) when one cannot be watched. */
-  private async watchTree(dir: string): Promise<Tree | null> {
+  /**
+   * Starts watching every folder of `dir`, its first listing on the tree's `busy`. A tree that
+   * cannot be watched whole, or holds fewer than minEntries entries, is dropped (and a small one
+   * declined for good).
+   */
+  private watchTree(dir: string): Tree {
     const tree: Tree = {
       dir,
+      real: dir,
+      dev: 0,
+      ino: 0,
       folders: new Map(),
       changes: new Map(),
       log: [],
-      floor: this.seq,
+      // Above any clock handed out before: a clock from an earlier watch of `dir` is not this one's.
+      floor: ++queue.seq,
       broken: false,
+      dropped: false,
       busy: Promise.resolve(),
     };
     this.trees.set(dir, tree);
-    await this.watchFolder(tree, '', false).catch(() => {
-      tree.broken = true;
-    });
-    if (!tree.broken) return tree;
-    this.drop(dir);
-    return null;
+    tree.busy = (async () => {
+      try {
+        const info = await stat(dir);
+        tree.real = await realpath(dir);
+        tree.dev = info.dev;
+        tree.ino = info.ino;
+        const entries = await this.watchFolder(tree, '', false);
+        if (tree.dropped || tree.broken || entries >= this.minEntries) return;
+        this.declined.add(dir);
+      } catch {
+        tree.broken = true;
+      }
+      this.drop(tree);
+    })();
+    return tree;
   }
 
   /**
    * Watches the folder at `path` and every folder below it, the watch before the listing, so
    * nothing made meanwhile goes unseen. `listed`: each entry counts as changed (a folder that
    * appeared after the tree was watched). A folder gone before it could be watched is no error:
-   * its parent's event said so.
+   * its parent's event said so; nor is one reached through a link (a folder above it replaced
+   * by one): it is not in the tree. Returns how many entries it holds, at every depth.
    */
-  private async watchFolder(tree: Tree, path: string, listed: boolean): Promise<void> {
+  private async watchFolder(tree: Tree, path: string, listed: boolean): Promise<number> {
     const full = path ? join(tree.dir, path) : tree.dir;
     let watcher: FSWatcher;
     try {
@@ -198,35 +282,45 @@ export class InotifyMonitor implements FileMonitor {
         this.seen(tree, path, type, name),
       );
     } catch (error) {
-      if (gone(error)) return;
+      if (gone(error)) return 0;
       throw error;
     }
     watcher.on('error', () => {
       tree.broken = true;
     });
+    const inside = !listed || (await realpath(full).catch(() => '')) === join(tree.real, path);
+    if (tree.dropped || !inside) {
+      watcher.close();
+      return 0;
+    }
     tree.folders.get(path)?.close();
     tree.folders.set(path, watcher);
     let entries: Awaited<ReturnType<typeof listFolder>>;
     try {
       entries = await listFolder(full);
     } catch (error) {
-      if (gone(error)) return;
+      if (gone(error)) return 0;
       throw error;
     }
+    let count = 0;
     for (const entry of entries) {
+      if (tree.dropped) return count;
       const name = utf8(entry.name);
       if (name === null) throw new Error(`${full}: a name that is not UTF-8`);
       if (!path && name === '.git') continue;
+      count += 1;
       const child = path ? `${path}/${name}` : name;
       // Counted as an event of its own, so a clock read before the listing comes before it.
-      if (listed) this.record(tree, child, entry.isDirectory(), entry.isDirectory(), ++this.seq);
-      if (entry.isDirectory()) await this.watchFolder(tree, child, listed);
+      if (listed) this.record(tree, child, entry.isDirectory(), entry.isDirectory(), ++queue.seq);
+      if (entry.isDirectory()) count += await this.watchFolder(tree, child, listed);
     }
+    return count;
   }
 
   /** One event from the watcher of the folder at `folder`. */
   private seen(tree: Tree, folder: string, type: string, raw: Buffer | null): void {
-    this.delivered();
+    delivered();
+    if (tree.dropped) return;
     const name = raw ? utf8(raw) : null;
     if (name === null) {
       tree.broken = true;
@@ -235,26 +329,8 @@ export class InotifyMonitor implements FileMonitor {
     if (!folder && name === '.git') return;
     const path = folder ? `${folder}/${name}` : name;
     const renamed = type === 'rename';
-    this.record(tree, path, renamed, tree.folders.has(path), this.seq);
+    this.record(tree, path, renamed, tree.folders.has(path), queue.seq);
     if (renamed) this.follow(tree, path);
-  }
-
-  /**
-   * Counts one event from the kernel. libuv reads the whole queue in one go, calling back for each
-   * event before the loop turns; a read as long as the guard is taken for an overflow, which makes
-   * every clock before its end unanswerable (while it lasts, every clock).
-   */
-  private delivered(): void {
-    this.seq += 1;
-    this.burst += 1;
-    if (this.burst === 1) {
-      setImmediate(() => {
-        if (this.burst >= this.overflowGuard) this.untrustedBefore = this.seq;
-        this.burst = 0;
-      });
-    } else if (this.burst === this.overflowGuard) {
-      this.untrustedBefore = Number.MAX_SAFE_INTEGER;
-    }
   }
 
   private record(tree: Tree, path: string, renamed: boolean, folder: boolean, seq: number): void {
@@ -274,16 +350,18 @@ export class InotifyMonitor implements FileMonitor {
    */
   private follow(tree: Tree, path: string): void {
     tree.busy = tree.busy.then(async () => {
-      if (tree.broken) return;
+      if (tree.broken || tree.dropped) return;
       try {
         const info = await lstat(join(tree.dir, path)).catch((error: unknown) => {
           if (gone(error)) return null;
           throw error;
         });
-        for (const [watched, watcher] of tree.folders) {
-          if (watched === path || watched.startsWith(`${path}/`)) {
-            watcher.close();
-            tree.folders.delete(watched);
+        if (tree.folders.has(path)) {
+          for (const [watched, watcher] of tree.folders) {
+            if (watched === path || watched.startsWith(`${path}/`)) {
+              watcher.close();
+              tree.folders.delete(watched);
+            }
           }
         }
         if (info?.isDirectory()) await this.watchFolder(tree, path, true);
@@ -326,7 +404,7 @@ export class InotifyMonitor implements FileMonitor {
   private async cookieFolder(): Promise<{ dir: string; watcher: FSWatcher }> {
     const dir = await mkdtemp(join(tmpdir(), 'flotilla-monitor-'));
     const watcher = watch(dir, { persistent: false }, (_type, name) => {
-      this.delivered();
+      delivered();
       if (!name) return;
       const waiting = this.waiting.get(name);
       this.waiting.delete(name);
@@ -336,14 +414,21 @@ export class InotifyMonitor implements FileMonitor {
     return { dir, watcher };
   }
 
-  private drop(dir: string): void {
-    const tree = this.trees.get(dir);
-    if (!tree) return;
-    this.trees.delete(dir);
-    tree.broken = true;
+  /** Stops watching `tree`; work still under way for it stops at its next step. */
+  private drop(tree: Tree): void {
+    tree.dropped = true;
+    if (this.trees.get(tree.dir) === tree) this.trees.delete(tree.dir);
     for (const watcher of tree.folders.values()) watcher.close();
     tree.folders.clear();
   }
+}
+
+/** False when `dir` is no longer the folder that was watched (moved away, another made in its place). */
+async function sameTree(tree: Tree): Promise<boolean> {
+  const info = await stat(tree.dir).catch(() => null);
+  if (info && info.dev === tree.dev && info.ino === tree.ino) return true;
+  tree.broken = true;
+  return false;
 }
 
 /** The index of the first change in `log` after `seq` (the log is in `seq` order). */
@@ -367,11 +452,16 @@ function forgetOlderHalf(tree: Tree): void {
   tree.floor = dropped.at(-1)?.seq ?? tree.floor;
 }
 
-/** Waits until no folder that appeared is still being watched (new ones may appear meanwhile). */
-async function settled(tree: Tree): Promise<void> {
+/**
+ * Waits until no folder that appeared is still being watched (new ones may appear meanwhile);
+ * false when that takes longer than SETTLE_MS (a stream of new folders): the caller walks.
+ */
+async function settled(tree: Tree): Promise<boolean> {
+  const deadline = Date.now() + SETTLE_MS;
   for (let busy = tree.busy; ; busy = tree.busy) {
     await busy;
-    if (busy === tree.busy) return;
+    if (busy === tree.busy) return true;
+    if (Date.now() > deadline) return false;
   }
 }
 

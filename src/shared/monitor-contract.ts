@@ -27,6 +27,11 @@ export interface FileMonitor {
    * after it is for the next question); null when the monitor cannot say.
    */
   changedSince(dir: string, clock: string): Promise<MonitoredChanges | null>;
+  /**
+   * True when the monitor chose not to watch `dir` (the host's own watches leave small trees to
+   * the walks): callers then do as without a monitor. Known once clock() was asked for it.
+   */
+  declines(dir: string): boolean;
   /** Stops watching `dir` (a discarded checkout). */
   forget(dir: string): Promise<void>;
   /**

@@ -189,6 +189,10 @@ export class WatchmanMonitor implements FileMonitor {
     }
   }
 
+  declines(): boolean {
+    return false;
+  }
+
   async forget(dir: string): Promise<void> {
     await this.unwatch(dir);
   }

@@ -5,7 +5,7 @@
  */
 import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { fileMonitor } from '../shared/file-monitor.js';
+import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
 import { detachedHead, indexLocked } from './checkout-head.js';
 import { runGit } from './git.js';
 import {
@@ -203,7 +203,7 @@ export async function cleanMark(
   commit: string,
   options: { readonly settle?: boolean; readonly clock?: string } = {},
 ): Promise<Pick<CheckoutState, 'clean'>> {
-  const monitor = options.clock ? null : await fileMonitor();
+  const monitor = options.clock ? null : await monitorFor(dir);
   if (options.clock || monitor) await makeDispatchFolders(dir).catch(() => undefined);
   const clock = options.clock ?? (monitor ? await monitor.clock(dir, options) : null);
   return clock ? { clean: { clock, commit } } : {};

@@ -7,7 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlotillaError } from '../shared/errors.js';
-import { fileMonitor } from '../shared/file-monitor.js';
+import { monitorFor } from '../shared/file-monitor.js';
 import { attachedBranch, leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
@@ -51,7 +51,7 @@ export async function resetCheckout(
 ): Promise<ResetOutcome> {
   const clock = clean ? await resetChanged(dir, commit, keep, clean) : null;
   if (clock) return { how: 'changed-paths', clock };
-  const monitor = await fileMonitor();
+  const monitor = await monitorFor(dir);
   if (!monitor && (await scannedReset(dir, commit, keep))) return { how: 'scanned' };
   // With a monitor the dispatch folders stay (emptied), as in resetChanged(): Watchman 4.9 answers
   // the deletion of a folder with a crawl of the folder above it, the whole tree for `.planning`.
@@ -98,7 +98,7 @@ async function recordWalked(dir: string, commit: string, keep: readonly string[]
 export async function readLeasedWorktree(dir: string): Promise<WorktreeState> {
   const monitored = await monitoredWorktree(dir);
   if (monitored) return monitored;
-  const scanned = (await fileMonitor()) ? null : await scannedWorktree(dir);
+  const scanned = (await monitorFor(dir)) ? null : await scannedWorktree(dir);
   return scanned ?? readWorktree(dir);
 }
 
@@ -170,7 +170,7 @@ export async function leaseCheckout(
       await writeCheckoutState(stateFile(lease), await cleanMark(lease.dir, commit, { settle: true })).catch(
         () => undefined,
       );
-      if (!(await fileMonitor())) await recordDirs(lease.dir, commit, []).catch(() => undefined);
+      if (!(await monitorFor(lease.dir))) await recordDirs(lease.dir, commit, []).catch(() => undefined);
       return lease;
     }
     try {
@@ -274,7 +274,7 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
     // Clean again, setup's outputs included: the records start after them.
     ...(clean ? await cleanMark(lease.dir, options.commit) : {}),
   });
-  if (!(await fileMonitor())) {
+  if (!(await monitorFor(lease.dir))) {
     if (clean) await recordDirs(lease.dir, options.commit, keep);
     else await removeDirRecord(lease.dir);
   }

@@ -4,7 +4,17 @@
  * answers null, never a short list.
  */
 import { execFileSync } from 'node:child_process';
-import { appendFile, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import {
+  appendFile,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -203,6 +213,102 @@ describe('the inotify monitor', () => {
     monitor.close();
   });
 
+  it('leaves a tree smaller than its bound to the walks, and says so without listing it again', async () => {
+    const { dir } = await watched();
+    // The tree holds 7 entries below its top (.git left out).
+    const small = new InotifyMonitor({ minEntries: 8 });
+    expect(await small.clock(dir)).toBeNull();
+    expect(small.declines(dir)).toBe(true);
+    expect(small.watchedFolders(dir)).toBe(0);
+    small.close();
+    const large = new InotifyMonitor({ minEntries: 7 });
+    expect(await large.clock(dir)).not.toBeNull();
+    expect(large.declines(dir)).toBe(false);
+    large.close();
+  });
+
+  it('gives a second clock asked during the first listing only once every folder is watched', async () => {
+    const { dir } = await watched();
+    for (let i = 0; i < 30; i++) await mkdir(join(dir, `d${i}`, 'deep'), { recursive: true });
+    const monitor = new InotifyMonitor();
+    const first = monitor.clock(dir);
+    const second = await monitor.clock(dir);
+    // Written as soon as the second clock is given, the first listing perhaps not done.
+    await writeFile(join(dir, 'd29', 'deep', 'late.txt'), 'x\n');
+    await first;
+    expect((await monitor.changedSince(dir, second ?? ''))?.changes.map((c) => c.name)).toEqual([
+      'd29/deep/late.txt',
+    ]);
+    monitor.close();
+  });
+
+  it('cannot answer when the changes it forgets while the answer waits include ones after the clock', async () => {
+    const { dir, monitor, clock } = await watched({ keptChanges: 10 });
+    await writeFile(join(dir, 'README'), 'edited\n');
+    // A folder of 20 files, listed while the answer waits for it: the README's change is forgotten.
+    execFileSync('sh', ['-c', 'mkdir big && for i in $(seq 20); do echo $i > big/f$i; done'], { cwd: dir });
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    monitor.close();
+  });
+
+  it('cannot answer a clock from before the tree was forgotten and watched again', async () => {
+    const { dir, monitor, clock } = await watched();
+    await monitor.forget(dir);
+    await writeFile(join(dir, 'README'), 'written while nothing watched\n');
+    expect(await monitor.clock(dir)).not.toBeNull();
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    monitor.close();
+  });
+
+  it('cannot answer once the tree’s folder itself was replaced by another of the same name', async () => {
+    const { dir, monitor, clock } = await watched();
+    await rename(dir, `${dir}.old`);
+    await mkdir(join(dir, 'src'), { recursive: true });
+    await writeFile(join(dir, 'src', 'new.txt'), 'x\n');
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    monitor.close();
+  });
+
+  it('cannot answer after an overflow-long read caused through another monitor of the process', async () => {
+    const { dir, monitor, clock } = await watched({ overflowGuard: 20 });
+    const other = await watched({ overflowGuard: 1_000_000 });
+    execFileSync('sh', ['-c', 'for i in $(seq 30); do echo $i > f$i.txt; done'], { cwd: other.dir });
+    expect(await monitor.changedSince(dir, clock)).toBeNull();
+    // The other one's guard is not reached: it answers.
+    expect((await other.monitor.changedSince(other.dir, other.clock))?.changes).toHaveLength(30);
+    other.monitor.close();
+    monitor.close();
+  });
+
+  it('holds no kernel watch after a tree is forgotten in the middle of its first listing', async () => {
+    const { dir, monitor: first } = await watched();
+    first.close();
+    for (let i = 0; i < 30; i++) await mkdir(join(dir, `d${i}`, 'deep'), { recursive: true });
+    const before = await inotifyWatches();
+    const monitor = new InotifyMonitor();
+    const clock = monitor.clock(dir);
+    await new Promise((resolve) => setImmediate(resolve));
+    await monitor.forget(dir);
+    expect(await clock).toBeNull();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await inotifyWatches()).toBe(before);
+    monitor.close();
+  });
+
+  it('never watches or lists what a link put in place of a folder above a new one points at', async () => {
+    const { dir, monitor, clock } = await watched();
+    const outside = join(root, `outside-${++counter}`);
+    await mkdir(join(outside, 'lib', 'a'), { recursive: true });
+    await writeFile(join(outside, 'lib', 'a', 'secret'), 'not the tree’s\n');
+    execFileSync('sh', ['-c', `mkdir docs/lib && mv docs docs.old && ln -s ${outside} docs`], { cwd: dir });
+    const names = (await monitor.changedSince(dir, clock))?.changes.map((c) => c.name) ?? [];
+    expect(names).toContain('docs');
+    expect(names.filter((name) => name.includes('secret'))).toEqual([]);
+    // The top, src, src/deep, src/deep/er, docs.old and docs.old/lib; nothing through the link.
+    expect(monitor.watchedFolders(dir)).toBe(6);
+    monitor.close();
+  });
+
   it('watches one folder per folder of the tree', async () => {
     const { dir, monitor } = await watched();
     // The top, src, src/deep, src/deep/er and docs; not .git.
@@ -213,14 +319,29 @@ describe('the inotify monitor', () => {
 
 describe('FLOTILLA_MONITOR', () => {
   it.each([
-    ['unset, Watchman not asked for', {}, 'off'],
+    ['unset: the host’s own watches, for large trees', {}, 'auto'],
+    ['auto', { FLOTILLA_MONITOR: 'auto' }, 'auto'],
+    ['auto over a Watchman socket', { FLOTILLA_MONITOR: 'auto', FLOTILLA_WATCHMAN: '/s' }, 'auto'],
     ['inotify', { FLOTILLA_MONITOR: 'inotify' }, 'inotify'],
     ['inotify over a Watchman socket', { FLOTILLA_MONITOR: 'inotify', FLOTILLA_WATCHMAN: '/s' }, 'inotify'],
     ['watchman', { FLOTILLA_MONITOR: 'watchman' }, 'watchman'],
     ['off over a Watchman socket', { FLOTILLA_MONITOR: 'off', FLOTILLA_WATCHMAN: '/s' }, 'off'],
     ['FLOTILLA_WATCHMAN=on alone, as before', { FLOTILLA_WATCHMAN: 'on' }, 'watchman'],
-    ['FLOTILLA_WATCHMAN=off alone', { FLOTILLA_WATCHMAN: 'off' }, 'off'],
+    ['FLOTILLA_WATCHMAN=off alone: no Watchman, the default', { FLOTILLA_WATCHMAN: 'off' }, 'auto'],
+    ['an unknown word', { FLOTILLA_MONITOR: 'fswatch' }, 'off'],
   ])('%s', (_name, env: Record<string, string>, kind) => {
     expect(monitorKind(env)).toBe(kind);
   });
 });
+
+/** The inotify watches this process holds (every monitor's, through libuv's one instance). */
+async function inotifyWatches(): Promise<number> {
+  let count = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target !== 'anon_inode:inotify') continue;
+    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '');
+    count += info.split('\n').filter((line) => line.startsWith('inotify wd:')).length;
+  }
+  return count;
+}

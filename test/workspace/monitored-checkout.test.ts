@@ -144,11 +144,14 @@ describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, s
 async function withMonitorSetting(setting: string, body: () => Promise<void>): Promise<void> {
   const before = process.env.FLOTILLA_WATCHMAN;
   process.env.FLOTILLA_WATCHMAN = setting;
+  // Off means no monitor at all, not the default one.
+  if (setting === 'off') process.env.FLOTILLA_MONITOR = 'off';
   resetFileMonitor();
   try {
     await body();
   } finally {
     process.env.FLOTILLA_WATCHMAN = before;
+    delete process.env.FLOTILLA_MONITOR;
     resetFileMonitor();
   }
 }

@@ -52,7 +52,11 @@ import { createRandom, type Random } from '../helpers/random.js';
 let root: string;
 let counter = 0;
 const scratch = (name: string) => join(root, `${name}-${++counter}`);
-const saved = { watchman: process.env.FLOTILLA_WATCHMAN, scan: process.env.FLOTILLA_CHECKOUT_SCAN };
+const saved = {
+  watchman: process.env.FLOTILLA_WATCHMAN,
+  monitor: process.env.FLOTILLA_MONITOR,
+  scan: process.env.FLOTILLA_CHECKOUT_SCAN,
+};
 
 function setEnv(name: string, value: string | undefined): void {
   if (value === undefined) delete process.env[name];
@@ -63,12 +67,14 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-scanned-'));
   // The suite runs warm checkouts under a private Watchman; a host without one scans.
   setEnv('FLOTILLA_WATCHMAN', 'off');
+  setEnv('FLOTILLA_MONITOR', 'off');
   setEnv('FLOTILLA_CHECKOUT_SCAN', 'on');
   resetFileMonitor();
   expect(await fileMonitor()).toBeNull();
 });
 afterAll(async () => {
   setEnv('FLOTILLA_WATCHMAN', saved.watchman);
+  setEnv('FLOTILLA_MONITOR', saved.monitor);
   setEnv('FLOTILLA_CHECKOUT_SCAN', saved.scan);
   resetFileMonitor();
   await rm(root, { recursive: true, force: true });

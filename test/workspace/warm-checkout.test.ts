@@ -87,14 +87,16 @@ async function bash(command: string, cwd: string): Promise<CommandOutcome> {
 
 /**
  * The ways a warm checkout finds what an attempt left: the suite's private Watchman (as hosts
- * with FLOTILLA_WATCHMAN=on), the host's own inotify watches (FLOTILLA_MONITOR=inotify), the directory record hosts use on large trees without one,
+ * with FLOTILLA_WATCHMAN=on), the host's own inotify watches (FLOTILLA_MONITOR=inotify; under the
+ * default `auto` a tree this small is left to the scans, the last mode), the directory record hosts use on large trees without one,
  * and git's walks (small trees, FLOTILLA_CHECKOUT_SCAN=off). Each runs every test below.
  */
 const MODES = {
   monitored: {},
   inotify: { FLOTILLA_MONITOR: 'inotify' },
-  scanned: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'on' },
-  walked: { FLOTILLA_WATCHMAN: 'off', FLOTILLA_CHECKOUT_SCAN: 'off' },
+  scanned: { FLOTILLA_MONITOR: 'off', FLOTILLA_CHECKOUT_SCAN: 'on' },
+  walked: { FLOTILLA_MONITOR: 'off', FLOTILLA_CHECKOUT_SCAN: 'off' },
+  'auto, a tree too small to watch': { FLOTILLA_MONITOR: 'auto', FLOTILLA_CHECKOUT_SCAN: 'on' },
 } as const;
 
 describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<string, string>) => {
