@@ -85,6 +85,14 @@ function scanNote(setting: ScanSetting): string {
   return `of ${SCANNED_TREE_FILES.toLocaleString('en-US')} files or more scan their changed folders, smaller ones are walked`;
 }
 
+function watchesNote(monitor: InotifyMonitor): string {
+  const from =
+    monitor.minEntries > 0
+      ? ` of trees of ${monitor.minEntries.toLocaleString('en-US')} entries or more`
+      : '';
+  return `the host's own inotify watches${from}`;
+}
+
 /**
  * A worker host: detects its CLIs once, serves one pool per capability they offer plus verify,
  * critic and mission, advertises itself in the registry, and obeys cancel messages.
@@ -102,7 +110,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const monitor = await fileMonitor();
   logger.info(
     monitor
-      ? `file monitor: ${monitor instanceof InotifyMonitor ? "the host's own inotify watches" : 'Watchman'}; warm checkouts and the start directory are watched, not walked`
+      ? `file monitor: ${monitor instanceof InotifyMonitor ? watchesNote(monitor) : 'Watchman'}; warm checkouts and the start directory are watched, not walked`
       : `file monitor: none; warm checkouts ${scanNote(scanSetting())} (FLOTILLA_MONITOR=inotify or watchman to watch them)`,
   );
   const adaptersDir = options.adaptersDir ?? config.adaptersDir;

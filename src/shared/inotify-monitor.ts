@@ -115,7 +115,8 @@ export class InotifyMonitor implements FileMonitor {
   private readonly waiting = new Map<string, () => void>();
   private cookieCount = 0;
   private readonly keptChanges: number;
-  private readonly minEntries: number;
+  /** Trees with fewer files and folders than this are declined (0: none). */
+  readonly minEntries: number;
   private readonly overflowGuard: number;
   /** A clock below this may have lost events to an overflowed queue. */
   private untrustedBefore = 0;
