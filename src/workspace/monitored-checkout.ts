@@ -6,7 +6,7 @@
 import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
-import { detachedHead, indexLocked } from './checkout-head.js';
+import { detachedHead, indexLocked, writeDetachedHead } from './checkout-head.js';
 import { runGit } from './git.js';
 import {
   ancestorsOf,
@@ -157,7 +157,11 @@ export async function resetChanged(
         { cwd: dir, input: `${plan.restore.map(literalPathspec).join('\0')}\0` },
       );
     }
-    await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
+    // HEAD written as a file where the checkout sees the commit loose (a merge the gate made),
+    // else git moves it.
+    if (!(await writeDetachedHead(dir, commit))) {
+      await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
+    }
     return candidates.clock;
   } catch {
     return null;
