@@ -53,10 +53,11 @@ const envSchema = z.object({
   /** Host caches (repo clones, warm checkouts). */
   FLOTILLA_HOME: z.string().optional(),
   /**
-   * Warm checkouts' file-system monitor (shared/file-monitor.ts), opt-in: `inotify` (the host's
-   * own watches, Linux), `watchman`, or `off`; unset, FLOTILLA_WATCHMAN decides.
+   * Warm checkouts' file-system monitor (shared/file-monitor.ts): `auto` (the default on Linux:
+   * the host's own inotify watches of trees of 10,000 entries or more), `inotify` (every tree),
+   * `watchman`, or `off`. Unset, a FLOTILLA_WATCHMAN that asks for Watchman gets it.
    */
-  FLOTILLA_MONITOR: z.enum(['inotify', 'watchman', 'off']).optional(),
+  FLOTILLA_MONITOR: z.enum(['auto', 'inotify', 'watchman', 'off']).optional(),
   /**
    * Watchman for warm checkouts (shared/watchman.ts), opt-in: `on` (the `watchman` on PATH) or a
    * Watchman socket path; unset or `off`, checkouts are scanned or walked (FLOTILLA_MONITOR first).

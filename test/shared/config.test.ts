@@ -36,3 +36,20 @@ describe('lock settings (docs/RECOVERY.md)', () => {
     );
   });
 });
+
+describe('FLOTILLA_MONITOR', () => {
+  it.each(['auto', 'inotify', 'watchman', 'off'])('takes %s', (value) => {
+    expect(() => loadConfig({ FLOTILLA_MONITOR: value })).not.toThrow();
+  });
+
+  it('refuses a monitor it does not know, naming the variable', () => {
+    let caught: unknown;
+    try {
+      loadConfig({ FLOTILLA_MONITOR: 'fswatch' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isFlotillaError(caught) && caught.code).toBe('usage');
+    expect(String((caught as Error).message)).toMatch(/FLOTILLA_MONITOR/);
+  });
+});
