@@ -2,11 +2,22 @@
  * One batch of the gate's merge (integrate.ts): read the integration tip, merge the work commits one
  * on top of the other with `git merge-tree --write-tree` + `git commit-tree` (a work commit the tip
  * already holds merges to no change and gets no commit), and publish the last with a
- * compare-and-swap. Nothing is checked out: three git processes for a batch of one.
+ * compare-and-swap. Nothing is checked out: one git process for a batch of one on a local mission
+ * repo that asks for nothing more than plain objects and refs (the merge commit and the
+ * compare-and-swap are then file writes, git-files.ts), three otherwise.
  */
+import { join } from 'node:path';
 import { integrationBranch } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { cachedIdentityArgs, describeGitFailure, NO_HOOKS, readGit, runGit } from './git.js';
+import {
+  cachedCommitIdentity,
+  cachedIdentityArgs,
+  describeGitFailure,
+  NO_HOOKS,
+  readGit,
+  runGit,
+} from './git.js';
+import { cachedWriteRules, commitBody, compareAndSwapRef, writeLooseObject } from './git-files.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
@@ -44,6 +55,8 @@ export type IntegrateResult =
 /** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
 interface Place {
   readonly dir: string;
+  /** `dir`'s git directory, where a merge commit is written in-process (git-files.ts). */
+  readonly gitDir: string;
   readonly remote: boolean;
   readonly branchRef: string;
 }
@@ -53,6 +66,7 @@ function placeOf(cache: RepoCache, missionId: string): Place {
   const remote = isRepoUrl(cache.repo);
   return {
     dir: remote ? cache.dir : cache.repo,
+    gitDir: remote || !cache.localGitDir ? join(cache.dir, '.git') : cache.localGitDir,
     remote,
     branchRef: `refs/heads/${branch}`,
   };
@@ -84,7 +98,7 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
     const results: BatchResults = new Map();
     let head: Head = tip;
     for (const merge of plan) {
-      const merged = await mergeOne(place.dir, head, merge.workCommit, merge.message);
+      const merged = await mergeOne(place, head, merge.workCommit, merge.message);
       if (merged.kind === 'merged') head = merged;
       const result = resultOf(merged, head.commit);
       for (const id of merge.attemptIds) results.set(id, result);
@@ -168,7 +182,8 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
   }
 }
 
-async function mergeOne(dir: string, head: Head, workCommit: string, message: string): Promise<MergeOne> {
+async function mergeOne(place: Place, head: Head, workCommit: string, message: string): Promise<MergeOne> {
+  const dir = place.dir;
   // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
   const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];
   const merged = await runGit(args, { cwd: dir, allowFailure: true });
@@ -186,27 +201,71 @@ async function mergeOne(dir: string, head: Head, workCommit: string, message: st
   // That is also how a replayed gate finds its work merged: a work commit the tip already holds
   // merges to the tip's own tree (the merge base is the work commit itself).
   if (outcome.tree === head.tree) return { kind: 'unchanged' };
+  const merge = await mergeCommit(place, outcome.tree, [head.commit, workCommit], message);
+  rememberTree(merge, outcome.tree);
+  return { kind: 'merged', commit: merge, tree: outcome.tree };
+}
+
+/**
+ * The merge commit: written in-process as a loose object where the repository asks for nothing
+ * more (git-files.ts), else by `git commit-tree` (a signed commit, say). The same identity either way.
+ */
+async function mergeCommit(place: Place, tree: string, parents: readonly string[], message: string) {
+  const dir = place.dir;
+  if ((await cachedWriteRules(place.gitDir)).plain) {
+    const identity = await cachedCommitIdentity(dir);
+    const now = new Date();
+    return writeLooseObject(
+      place.gitDir,
+      'commit',
+      commitBody({
+        tree,
+        parents,
+        author: identity.author,
+        committer: identity.committer,
+        time: Math.floor(now.getTime() / 1000),
+        zoneMinutes: -now.getTimezoneOffset(),
+        message,
+      }),
+    );
+  }
   const commit = await runGit(
     [
       ...NO_HOOKS,
       ...(await cachedIdentityArgs(dir)),
       'commit-tree',
-      outcome.tree,
-      '-p',
-      head.commit,
-      '-p',
-      workCommit,
+      tree,
+      ...parents.flatMap((parent) => ['-p', parent]),
       '-F',
       '-',
     ],
     { cwd: dir, input: message },
   );
-  const merge = commit.stdout.trim();
-  rememberTree(merge, outcome.tree);
-  return { kind: 'merged', commit: merge, tree: outcome.tree };
+  return commit.stdout.trim();
 }
 
+/** The reflog message of a publish to a local mission repo. */
+const PUBLISH_MESSAGE = 'flotilla: integrate';
+
 async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
+  if (!place.remote) {
+    const rules = await cachedWriteRules(place.gitDir);
+    if (rules.plain) {
+      const now = new Date();
+      const swapped = await compareAndSwapRef({
+        gitDir: place.gitDir,
+        ref: place.branchRef,
+        next: head,
+        expected: tip,
+        committer: (await cachedCommitIdentity(place.dir)).committer,
+        message: PUBLISH_MESSAGE,
+        log: rules.logRefs,
+        time: Math.floor(now.getTime() / 1000),
+        zoneMinutes: -now.getTimezoneOffset(),
+      });
+      if (swapped !== 'unknown') return swapped;
+    }
+  }
   const args = place.remote
     ? [
         'push',
@@ -215,7 +274,7 @@ async function publish(place: Place, head: string, tip: string): Promise<'publis
         'origin',
         `${head}:${place.branchRef}`,
       ]
-    : ['update-ref', '-m', 'flotilla: integrate', place.branchRef, head, tip];
+    : ['update-ref', '-m', PUBLISH_MESSAGE, place.branchRef, head, tip];
   const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
   if (result.exitCode === 0) return 'published';
   if (lostCompareAndSwap(result.stderr)) return 'lost-race';

@@ -44,6 +44,8 @@ export interface RepoCache {
    * rather than wait, so the writers queue here instead.
    */
   exclusive<T>(task: () => Promise<T>): Promise<T>;
+  /** A local mission repo's git directory (where its refs and objects are); null for a URL. */
+  readonly localGitDir: string | null;
 }
 
 export interface OpenRepoCacheOptions {
@@ -148,6 +150,7 @@ export async function openRepoCache(options: OpenRepoCacheOptions): Promise<Repo
     repo,
     dir,
     exclusive,
+    localGitDir: local,
     fetch: async (branches) => {
       // Nothing to copy from a local mission repo (remoteCommit() reads its refs, and reports a
       // missing one as null), and nothing to wait for behind the cache's other work.
