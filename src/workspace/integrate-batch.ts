@@ -2,9 +2,9 @@
  * One batch of the gate's merge (integrate.ts): read the integration tip, merge the work commits one
  * on top of the other with `git merge-tree --write-tree` + `git commit-tree` (a work commit the tip
  * already holds merges to no change and gets no commit), and publish the last with a
- * compare-and-swap. Nothing is checked out: one git process for a batch of one on a local mission
- * repo that asks for nothing more than plain objects and refs (the merge commit and the
- * compare-and-swap are then file writes, git-files.ts), three otherwise.
+ * compare-and-swap. Nothing is checked out: two git processes for a batch of one where the
+ * repository asks for nothing more than a plain object (the merge commit is then written
+ * in-process, git-files.ts), three otherwise.
  */
 import { join } from 'node:path';
 import { integrationBranch } from '../shared/contracts.js';
@@ -17,7 +17,7 @@ import {
   readGit,
   runGit,
 } from './git.js';
-import { cachedWriteRules, commitBody, compareAndSwapRef, writeLooseObject } from './git-files.js';
+import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
@@ -244,28 +244,7 @@ async function mergeCommit(place: Place, tree: string, parents: readonly string[
   return commit.stdout.trim();
 }
 
-/** The reflog message of a publish to a local mission repo. */
-const PUBLISH_MESSAGE = 'flotilla: integrate';
-
 async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
-  if (!place.remote) {
-    const rules = await cachedWriteRules(place.gitDir);
-    if (rules.plain) {
-      const now = new Date();
-      const swapped = await compareAndSwapRef({
-        gitDir: place.gitDir,
-        ref: place.branchRef,
-        next: head,
-        expected: tip,
-        committer: (await cachedCommitIdentity(place.dir)).committer,
-        message: PUBLISH_MESSAGE,
-        log: rules.logRefs,
-        time: Math.floor(now.getTime() / 1000),
-        zoneMinutes: -now.getTimezoneOffset(),
-      });
-      if (swapped !== 'unknown') return swapped;
-    }
-  }
   const args = place.remote
     ? [
         'push',
@@ -274,7 +253,7 @@ async function publish(place: Place, head: string, tip: string): Promise<'publis
         'origin',
         `${head}:${place.branchRef}`,
       ]
-    : ['update-ref', '-m', PUBLISH_MESSAGE, place.branchRef, head, tip];
+    : ['update-ref', '-m', 'flotilla: integrate', place.branchRef, head, tip];
   const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
   if (result.exitCode === 0) return 'published';
   if (lostCompareAndSwap(result.stderr)) return 'lost-race';

@@ -1,9 +1,8 @@
 /**
- * The gate's in-process git writes (src/workspace/git-files.ts) against real git: the merge
- * commit is byte for byte the one `git commit-tree` writes, the compare-and-swap moves the ref and
- * logs it as `git update-ref` does, and each defers to git where the repository asks for more.
+ * The gate's in-process merge commit (src/workspace/git-files.ts) against real git: byte for byte
+ * the one `git commit-tree` writes, and left to git where the repository asks for more.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +10,6 @@ import { runGit } from '../../src/workspace/git.js';
 import {
   cachedWriteRules,
   commitBody,
-  compareAndSwapRef,
   gitZone,
   writeLooseObject,
   writeRules,
@@ -117,35 +115,17 @@ describe('the merge commit, written in-process', () => {
 
 describe('what a repository asks of a write', () => {
   it.each([
-    ['nothing set: plain, and a non-bare repository logs', '', {}, { plain: true, logRefs: true }],
-    ['core.bare true: no log by default', 'core.bare true', {}, { plain: true, logRefs: false }],
-    [
-      'logAllRefUpdates false',
-      'core.bare false\ncore.logallrefupdates false',
-      {},
-      { plain: true, logRefs: false },
-    ],
-    [
-      'logAllRefUpdates always, bare',
-      'core.bare true\ncore.logallrefupdates always',
-      {},
-      { plain: true, logRefs: true },
-    ],
-    ['signed commits', 'commit.gpgsign true', {}, { plain: false, logRefs: true }],
-    ['signed commits off', 'commit.gpgsign false', {}, { plain: true, logRefs: true }],
-    ['a group-shared repository', 'core.sharedrepository group', {}, { plain: false, logRefs: true }],
-    ['SHA-256 objects', 'extensions.objectformat sha256', {}, { plain: false, logRefs: true }],
-    ['reftable refs', 'extensions.refstorage reftable', {}, { plain: false, logRefs: true }],
-    ['fsync asked for', 'core.fsync objects', {}, { plain: false, logRefs: true }],
-    [
-      'a date from the environment',
-      '',
-      { GIT_COMMITTER_DATE: '1700000000 +0000' },
-      { plain: false, logRefs: true },
-    ],
-    ['keys in any case', 'Commit.GPGSign true', {}, { plain: false, logRefs: true }],
-  ])('%s', (_name, config, env: Record<string, string>, rules) => {
-    expect(writeRules(config, env)).toEqual(rules);
+    ['nothing set', '', {}, true],
+    ['signed commits', 'commit.gpgsign true', {}, false],
+    ['signed commits off', 'commit.gpgsign false', {}, true],
+    ['a group-shared repository', 'core.sharedrepository group', {}, false],
+    ['a repository shared by umask', 'core.sharedrepository umask', {}, true],
+    ['SHA-256 objects', 'extensions.objectformat sha256', {}, false],
+    ['fsync asked for', 'core.fsync objects', {}, false],
+    ['a date from the environment', '', { GIT_COMMITTER_DATE: '1700000000 +0000' }, false],
+    ['keys in any case', 'Commit.GPGSign true', {}, false],
+  ])('%s', (_name, config, env: Record<string, string>, plain) => {
+    expect(writeRules(config, env)).toEqual({ plain });
   });
 
   it('reads every scope with one git config, and sees a repository that signs its commits', async () => {
@@ -154,98 +134,5 @@ describe('what a repository asks of a write', () => {
     expect((await cachedWriteRules(gitDir)).plain).toBe(false);
     const other = await repo();
     expect((await cachedWriteRules(other.gitDir)).plain).toBe(true);
-  });
-});
-
-describe('the compare-and-swap of the integration branch, in-process', () => {
-  const swap = (gitDir: string, next: string, expected: string, log = true) =>
-    compareAndSwapRef({
-      gitDir,
-      ref: 'refs/heads/flotilla/m',
-      next,
-      expected,
-      committer: `${NAME} <${EMAIL}>`,
-      message: 'flotilla: integrate',
-      log,
-      time: 1_700_000_000,
-      zoneMinutes: 60,
-    });
-
-  it('moves the ref and logs it exactly as git update-ref does', async () => {
-    const ours = await repo();
-    expect(await swap(ours.gitDir, ours.second, ours.first)).toBe('published');
-    expect(await git(ours.dir, ['rev-parse', 'flotilla/m'])).toBe(ours.second);
-    const twin = await repo();
-    await git(twin.dir, [
-      'update-ref',
-      '-m',
-      'flotilla: integrate',
-      'refs/heads/flotilla/m',
-      twin.second,
-      twin.first,
-    ]);
-    const lastLine = async (gitDir: string) =>
-      (await readFile(join(gitDir, 'logs', 'refs', 'heads', 'flotilla', 'm'), 'utf8'))
-        .trim()
-        .split('\n')
-        .at(-1);
-    const mine = await lastLine(ours.gitDir);
-    const theirs = await lastLine(twin.gitDir);
-    // The same line but for the two repositories' own commit ids.
-    expect(mine?.replaceAll(ours.first, 'FIRST').replaceAll(ours.second, 'SECOND')).toBe(
-      theirs?.replaceAll(twin.first, 'FIRST').replaceAll(twin.second, 'SECOND'),
-    );
-    expect(await git(ours.dir, ['reflog', 'show', '--format=%gs', 'flotilla/m', '-1'])).toBe(
-      'flotilla: integrate',
-    );
-  });
-
-  it('loses the race when the ref moved, and changes nothing', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    await git(dir, ['update-ref', 'refs/heads/flotilla/m', second]);
-    expect(await swap(gitDir, first, first)).toBe('lost-race');
-    expect(await git(dir, ['rev-parse', 'flotilla/m'])).toBe(second);
-    expect((await runGit(['for-each-ref'], { cwd: dir })).stdout).not.toContain('.lock');
-  });
-
-  it('loses the race while another writer holds the lock, and leaves that writer’s lock alone', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    const lock = join(gitDir, 'refs', 'heads', 'flotilla', 'm.lock');
-    await writeFile(lock, 'someone else\n');
-    expect(await swap(gitDir, second, first)).toBe('lost-race');
-    expect(await readFile(lock, 'utf8')).toBe('someone else\n');
-    expect(await git(dir, ['rev-parse', 'flotilla/m'])).toBe(first);
-    // And git itself cannot take the ref while flotilla holds it: the same lock file.
-  });
-
-  it('moves a ref git keeps packed', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    await git(dir, ['pack-refs', '--all']);
-    expect(await swap(gitDir, second, first)).toBe('published');
-    expect(await git(dir, ['rev-parse', 'flotilla/m'])).toBe(second);
-  });
-
-  it('logs nothing where the repository does not log', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    await rm(join(gitDir, 'logs', 'refs', 'heads', 'flotilla'), { recursive: true, force: true });
-    expect(await swap(gitDir, second, first, false)).toBe('published');
-    expect(
-      await readFile(join(gitDir, 'logs', 'refs', 'heads', 'flotilla', 'm'), 'utf8').catch(() => null),
-    ).toBeNull();
-    expect(await git(dir, ['rev-parse', 'flotilla/m'])).toBe(second);
-  });
-
-  it('leaves a branch checked out in a worktree to git (git logs that HEAD too)', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    await git(dir, ['worktree', 'add', '--quiet', join(root, `wt-${++counter}`), 'flotilla/m']);
-    expect(await swap(gitDir, second, first)).toBe('unknown');
-    expect(await git(dir, ['rev-parse', 'flotilla/m'])).toBe(first);
-  });
-
-  it('leaves a symbolic ref to git', async () => {
-    const { dir, gitDir, first, second } = await repo();
-    await git(dir, ['symbolic-ref', 'refs/heads/flotilla/m', 'refs/heads/main']);
-    expect(await swap(gitDir, first, second)).toBe('unknown');
-    expect(await git(dir, ['rev-parse', 'main'])).toBe(second);
   });
 });
