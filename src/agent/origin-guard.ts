@@ -144,13 +144,37 @@ async function monitoredChanges(
   exclude: readonly string[],
 ): Promise<string[]> {
   const answer = await monitor.changedSince(root, clock);
-  const names = (answer?.changes ?? [])
-    .filter((change) => change.type !== 'd' && change.name !== '')
-    .map((change) => change.name);
-  const paths = excluding(root, names, exclude, (name) => name);
+  const files = (answer?.changes ?? []).filter((change) => change.type !== 'd' && change.name !== '');
+  const paths = excluding(
+    root,
+    files.map((change) => change.name),
+    exclude,
+    (name) => name,
+  );
   if (paths.length === 0) return [];
   const ignored = await ignoredAmong(root, paths);
-  return paths.filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`)).sort();
+  const gone = new Set(files.filter((change) => !change.exists).map((change) => change.name));
+  // A file gone that git does not track was made and removed within the run, or is the name the
+  // host's own watches give a folder's own event (`docs/docs` for `docs` deleted): a status
+  // before and after would not show it either.
+  const tracked = await trackedAmong(
+    root,
+    paths.filter((path) => gone.has(path)),
+  );
+  return paths
+    .filter((path) => !ignored.has(path) || path.startsWith(`${DISPATCH_DIR}/`))
+    .filter((path) => !gone.has(path) || tracked.has(path))
+    .sort();
+}
+
+/**
+ * Which of `paths` git tracks in `root` (one `ls-files`, only when there are any to ask about);
+ * all of them when git cannot say, so a deletion is never left out for it.
+ */
+async function trackedAmong(root: string, paths: readonly string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const out = await git(root, ['--literal-pathspecs', 'ls-files', '-z', '--', ...paths]);
+  return new Set(out === null ? paths : out.split('\0').filter(Boolean));
 }
 
 /**

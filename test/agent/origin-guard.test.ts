@@ -19,6 +19,7 @@ import {
 } from '../../src/agent/origin-status.js';
 import { classifyOriginChanges, foldersToList } from '../../src/agent/origin-verdict.js';
 import { fileMonitor } from '../../src/shared/file-monitor.js';
+import { InotifyMonitor } from '../../src/shared/inotify-monitor.js';
 
 const snap = (entries: Record<string, number>) => ({ root: '/r', entries: new Map(Object.entries(entries)) });
 
@@ -341,6 +342,31 @@ describe('watchOrigin', () => {
     await writeFile(join(repo, '.planning', 'dispatch', 't1-a1-RESULT.md'), 'escaped\n');
     expect(await watch?.changes(reads.mark())).toEqual(['.planning/dispatch/t1-a1-RESULT.md', 'edited.txt']);
     expect(taken()).toBe(0);
+  });
+
+  it('with the host’s own watches, a file gone counts only when git tracks it: not one made and removed in the run, nor a folder’s own event', async () => {
+    const tracked = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-tracked-')));
+    const monitor = new InotifyMonitor();
+    try {
+      execFileSync('git', ['init', '-q', tracked]);
+      await mkdir(join(tracked, 'docs'), { recursive: true });
+      await writeFile(join(tracked, 'docs', 'b.txt'), 'tracked\n');
+      await writeFile(join(tracked, 'keep.txt'), 'tracked\n');
+      execFileSync('git', ['-C', tracked, 'add', '.']);
+      const { reads, taken } = scripted();
+      const watch = await watchOrigin({ dir: tracked, exclude: [], writable: null }, reads, monitor);
+      // A tracked folder deleted (its watcher also names `docs/docs` for its own deletion), a
+      // scratch file made and removed, a tracked file edited.
+      await rm(join(tracked, 'docs'), { recursive: true });
+      await writeFile(join(tracked, 'scratch.tmp'), 'made and removed\n');
+      await rm(join(tracked, 'scratch.tmp'));
+      await writeFile(join(tracked, 'keep.txt'), 'edited\n');
+      expect(await watch?.changes(reads.mark())).toEqual(['docs/b.txt', 'keep.txt']);
+      expect(taken()).toBe(0);
+    } finally {
+      monitor.close();
+      await rm(tracked, { recursive: true, force: true });
+    }
   });
 
   it('on a repository too big to walk, looks only where the run’s own files would land: no status at all', async () => {
