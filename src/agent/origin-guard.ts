@@ -108,7 +108,25 @@ export async function watchOrigin(
   const watcher = monitor === undefined ? await fileMonitor() : monitor;
   const clock = watcher ? await watcher.clock(root) : null;
   if (watcher && clock) {
-    return { root, changes: () => monitoredChanges(watcher, root, clock, input.exclude) };
+    // Should the monitor lose track by the end (the host's own watches do, whenever they may have
+    // missed a change: an agent can cause that), the run's own places are compared instead: they
+    // are what proves an escape.
+    const places = input.own ? placesToLook(root, input.dir, input.own) : [];
+    const before = places.length > 0 ? await listPlaces(root, places) : null;
+    return {
+      root,
+      changes: async () => {
+        const seen = await monitoredChanges(watcher, root, clock, input.exclude);
+        if (seen) return seen;
+        if (!before) return [];
+        return excluding(
+          root,
+          diffPlaces(before, await listPlaces(root, places)),
+          input.exclude,
+          (path) => path,
+        );
+      },
+    };
   }
   if (input.own && (await indexBytes(root)) > walkedIndexBytes) {
     const places = placesToLook(root, input.dir, input.own);
@@ -135,16 +153,18 @@ export async function watchOrigin(
  * The files the monitor saw change in `root` since `clock`, as repository paths, leaving out the
  * excluded directories and what git ignores, as a `git status` would; files in the dispatch
  * folder count even where it is ignored (the kernel's `.*` rule): they are what an escape writes.
- * If the monitor lost track meanwhile (restarted), the run is not held against it: no changes.
+ * Null when the monitor lost track meanwhile (Watchman restarted; the host's own watches may have
+ * missed a change): the caller falls back to the run's own places.
  */
 async function monitoredChanges(
   monitor: FileMonitor,
   root: string,
   clock: string,
   exclude: readonly string[],
-): Promise<string[]> {
+): Promise<string[] | null> {
   const answer = await monitor.changedSince(root, clock);
-  const files = (answer?.changes ?? []).filter((change) => change.type !== 'd' && change.name !== '');
+  if (!answer) return null;
+  const files = answer.changes.filter((change) => change.type !== 'd' && change.name !== '');
   const paths = excluding(
     root,
     files.map((change) => change.name),

@@ -85,6 +85,8 @@ async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> 
 export async function writeDetachedHead(dir: string, commit: string): Promise<boolean> {
   if (!isObjectId(commit)) return false;
   const gitDir = await gitDirOf(dir);
+  // A reftable repository (git ≥ 2.45) keeps HEAD in its tables: the file would be ignored.
+  if (await present(join(await commonDirOf(gitDir), 'reftable'))) return false;
   if (!(await looseObjectVisible(gitDir, commit))) return false;
   const lock = join(gitDir, 'HEAD.lock');
   try {

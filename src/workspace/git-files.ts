@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { runGit } from './git.js';
@@ -76,7 +76,8 @@ export async function writeLooseObject(gitDir: string, type: string, body: Buffe
   try {
     await link(temporary, path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    // A file system without hard links (vfat, some network mounts): a rename, as git falls back to.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') await rename(temporary, path);
   } finally {
     await rm(temporary, { force: true });
   }
@@ -97,7 +98,7 @@ export interface RepoWriteRules {
 }
 
 const KEYS =
-  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles)$/;
+  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding)$/;
 
 /** The rules from `git config --get-regexp` output (every scope: system, global, repository). */
 export function writeRules(
@@ -122,10 +123,13 @@ export function writeRules(
   const yes = (key: string) => ['true', 'yes', 'on', '1'].includes(values.get(key) ?? '');
   const shared = values.get('core.sharedrepository');
   const format = values.get('extensions.objectformat');
+  // Another encoding gets an `encoding` header from commit-tree.
+  const encoding = values.get('i18n.commitencoding');
   const plain =
     !yes('commit.gpgsign') &&
     (shared === undefined || ['false', 'umask', '0', 'no', 'off'].includes(shared)) &&
     (format === undefined || format === 'sha1') &&
+    (encoding === undefined || encoding === 'utf-8' || encoding === 'utf8') &&
     !values.has('core.fsync') &&
     !yes('core.fsyncobjectfiles') &&
     !env.GIT_AUTHOR_DATE &&

@@ -55,8 +55,8 @@ export type IntegrateResult =
 /** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
 interface Place {
   readonly dir: string;
-  /** `dir`'s git directory, where a merge commit is written in-process (git-files.ts). */
-  readonly gitDir: string;
+  /** `dir`'s git directory, where a merge commit may be written in-process (git-files.ts); null: git writes it. */
+  readonly gitDir: string | null;
   readonly remote: boolean;
   readonly branchRef: string;
 }
@@ -66,7 +66,8 @@ function placeOf(cache: RepoCache, missionId: string): Place {
   const remote = isRepoUrl(cache.repo);
   return {
     dir: remote ? cache.dir : cache.repo,
-    gitDir: remote || !cache.localGitDir ? join(cache.dir, '.git') : cache.localGitDir,
+    // A local repo whose git directory could not be read: commit-tree, which finds it itself.
+    gitDir: remote ? join(cache.dir, '.git') : cache.localGitDir,
     remote,
     branchRef: `refs/heads/${branch}`,
   };
@@ -212,7 +213,7 @@ async function mergeOne(place: Place, head: Head, workCommit: string, message: s
  */
 async function mergeCommit(place: Place, tree: string, parents: readonly string[], message: string) {
   const dir = place.dir;
-  if ((await cachedWriteRules(place.gitDir)).plain) {
+  if (place.gitDir && (await cachedWriteRules(place.gitDir)).plain) {
     const identity = await cachedCommitIdentity(dir);
     const now = new Date();
     return writeLooseObject(

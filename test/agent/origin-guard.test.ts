@@ -369,6 +369,26 @@ describe('watchOrigin', () => {
     }
   });
 
+  it('when the monitor loses track during the run (an agent can make the host’s own watches give up), still sees the run’s own files', async () => {
+    const lost = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-lost-')));
+    const monitor = new InotifyMonitor();
+    try {
+      execFileSync('git', ['init', '-q', lost]);
+      const own = ['.planning/dispatch/t1-a1-PROMPT.md'];
+      const { reads, taken } = scripted();
+      const watch = await watchOrigin({ dir: lost, exclude: [], writable: null, own }, reads, monitor);
+      await mkdir(join(lost, '.planning', 'dispatch'), { recursive: true });
+      await writeFile(join(lost, '.planning', 'dispatch', 't1-a1-PROMPT.md'), 'escaped\n');
+      // A name that is not UTF-8: the watches cannot vouch for their answer any more.
+      await writeFile(Buffer.from(`${lost}/bad-\xff.txt`, 'latin1'), 'x\n');
+      expect(await watch?.changes(reads.mark())).toEqual(['.planning/dispatch/t1-a1-PROMPT.md']);
+      expect(taken()).toBe(0);
+    } finally {
+      monitor.close();
+      await rm(lost, { recursive: true, force: true });
+    }
+  });
+
   it('on a repository too big to walk, looks only where the run’s own files would land: no status at all', async () => {
     const big = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-big-origin-')));
     try {

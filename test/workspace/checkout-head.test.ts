@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,6 +42,20 @@ describe('writeDetachedHead', () => {
     expect(await detachedHead(worktree)).toBe(later);
     expect(await readGit(['rev-parse', 'HEAD'], { cwd: worktree })).toBe(later);
     expect(await readGit(['status', '--porcelain'], { cwd: worktree })).toBe('');
+  });
+
+  it('leaves HEAD to git in a reftable repository, where the HEAD file is not where HEAD is', async () => {
+    const later = await commitIn(origin, 'later, reftable');
+    const before = await detachedHead(worktree);
+    // git 2.39 cannot make one: the folder a reftable repository keeps its refs in is what is looked for.
+    const tables = join(root, 'cache', '.git', 'reftable');
+    await mkdir(tables);
+    try {
+      expect(await writeDetachedHead(worktree, later)).toBe(false);
+      expect(await detachedHead(worktree)).toBe(before);
+    } finally {
+      await rm(tables, { recursive: true });
+    }
   });
 
   it('leaves HEAD alone for a commit the checkout cannot see, so git is asked (and refuses)', async () => {

@@ -124,6 +124,8 @@ describe('what a repository asks of a write', () => {
     ['fsync asked for', 'core.fsync objects', {}, false],
     ['a date from the environment', '', { GIT_COMMITTER_DATE: '1700000000 +0000' }, false],
     ['keys in any case', 'Commit.GPGSign true', {}, false],
+    ['commits in UTF-8, said', 'i18n.commitencoding UTF-8', {}, true],
+    ['commits in another encoding', 'i18n.commitencoding iso-8859-1', {}, false],
   ])('%s', (_name, config, env: Record<string, string>, plain) => {
     expect(writeRules(config, env)).toEqual({ plain });
   });
@@ -132,6 +134,10 @@ describe('what a repository asks of a write', () => {
     const { dir, gitDir } = await repo();
     await git(dir, ['config', 'commit.gpgSign', 'true']);
     expect((await cachedWriteRules(gitDir)).plain).toBe(false);
+    // Another commit encoding: commit-tree adds an `encoding` header.
+    const latin = await repo();
+    await git(latin.dir, ['config', 'i18n.commitEncoding', 'ISO-8859-1']);
+    expect((await cachedWriteRules(latin.gitDir)).plain).toBe(false);
     const other = await repo();
     expect((await cachedWriteRules(other.gitDir)).plain).toBe(true);
   });
