@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { attachedBranch, writeDetachedHead } from './checkout-head.js';
-import { type ImportEntry, importStream } from './fast-import.js';
+import { type ImportCommit, type ImportEntry, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
   describeGitFailure,
@@ -12,6 +12,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 export function isDispatchPath(path: string): boolean {
@@ -55,7 +56,8 @@ export interface CommitAttemptResult {
  * with it as the audit trail; the gate merges the first, so they never reach the integration
  * branch. A user's own `.planning/` files outside `dispatch/` are work like any other file.
  *
- * Both are written by one `git fast-import` from the paths `git status` listed: no index is
+ * Both are written in-process into a local mission repo where the trees they touch are loose
+ * there (loose-import.ts), else by one `git fast-import`, from the paths `git status` listed: no index is
  * rebuilt and the tree is not walked again, so the cost follows what the attempt changed, not the
  * size of the repository. The checkout's HEAD and index are then moved to the published commit,
  * as a checkout of it on another host would be.
@@ -82,18 +84,18 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const common = { committer: identity.committer, author: options.author ?? identity.author, time };
   // The same objects, so the same commit ids, written to a named ref: the checkout's HEAD here,
   // the attempt's ref in a local mission repo.
-  const streamFor = (ref: string) =>
-    importStream([
-      { ...common, ref, mark: 1, parent: base, message: options.message, entries: work.entries },
-      {
-        ...common,
-        ref,
-        mark: 2,
-        parent: ':1',
-        message: `${options.message.split('\n')[0]} (dispatch files)`,
-        entries: dispatch.entries,
-      },
-    ]);
+  const commitsFor = (ref: string): ImportCommit[] => [
+    { ...common, ref, mark: 1, parent: base, message: options.message, entries: work.entries },
+    {
+      ...common,
+      ref,
+      mark: 2,
+      parent: ':1',
+      message: `${options.message.split('\n')[0]} (dispatch files)`,
+      entries: dispatch.entries,
+    },
+  ];
+  const streamFor = (ref: string) => importStream(commitsFor(ref));
   const target = fullRef(options.ref);
   // A local mission repo takes the commits first, setting the attempt's ref. The checkout borrows
   // that repo's objects (repo-cache.ts), so moving its HEAD is a file written (or one `update-ref`
@@ -103,7 +105,8 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const published =
     local === undefined
       ? null
-      : await fastImport(local, streamFor(target)).catch(() => removeCrashReports(local).then(() => null));
+      : ((await importLoose(local, commitsFor(target))) ??
+        (await fastImport(local, streamFor(target)).catch(() => removeCrashReports(local).then(() => null))));
   let ids = published;
   if (published) {
     await housekeep(local ?? '');
@@ -150,6 +153,16 @@ async function housekeep(repo: string): Promise<void> {
   imports.set(repo, count);
   if (count % GC_EVERY !== 0) return;
   await runGit(['gc', '--auto', '--quiet'], { cwd: repo, allowFailure: true }).catch(() => undefined);
+}
+
+/**
+ * The commits written in-process where every tree they touch is loose in the mission repo
+ * (loose-import.ts: the same objects fast-import would write, two processes fewer); null when
+ * git must write them.
+ */
+async function importLoose(repo: string, commits: readonly ImportCommit[]): Promise<string[] | null> {
+  const gitDir = await ownGitDir(repo);
+  return gitDir ? looseImport(gitDir, commits).catch(() => null) : null;
 }
 
 /** Runs one import stream in `cwd`; the ids of its commits, in order. */

@@ -1,0 +1,242 @@
+/**
+ * An attempt's commits written in-process into a local mission repo, as `git fast-import` would
+ * write them (the same objects, so the same ids), when every tree they touch is a loose object
+ * there: the usual case, since the integration tip's trees are written loose by the gate's
+ * `merge-tree`. Blobs, the changed trees and the two commits are loose objects (git-files.ts),
+ * and the attempt's ref a file renamed into place. Two git processes fewer a task (`fast-import`
+ * and the `unpack-objects` it starts). Null whenever git must do it (a packed tree, an object
+ * store elsewhere, a repository asking for more than plain objects): the caller runs fast-import.
+ */
+import { constants } from 'node:fs';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { inflateSync } from 'node:zlib';
+import type { ImportCommit } from './fast-import.js';
+import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
+import { isObjectId } from './ref-files.js';
+
+/** One entry of a tree object. */
+export interface TreeRecord {
+  readonly mode: string;
+  readonly name: Buffer;
+  readonly id: string;
+}
+
+const TREE_MODE = '40000';
+
+/** A tree object's body as its entries. */
+export function parseTree(body: Buffer): TreeRecord[] {
+  const entries: TreeRecord[] = [];
+  let at = 0;
+  while (at < body.length) {
+    const space = body.indexOf(0x20, at);
+    const nul = body.indexOf(0, space);
+    if (space < 0 || nul < 0 || nul + 21 > body.length) throw new Error('a malformed tree');
+    entries.push({
+      mode: body.subarray(at, space).toString('latin1'),
+      name: Buffer.from(body.subarray(space + 1, nul)),
+      id: body.subarray(nul + 1, nul + 21).toString('hex'),
+    });
+    at = nul + 21;
+  }
+  return entries;
+}
+
+/** git's order of tree entries: by name bytes, a tree's name compared as if it ended in `/`. */
+export function compareEntries(a: TreeRecord, b: TreeRecord): number {
+  const ka = a.mode === TREE_MODE ? Buffer.concat([a.name, Buffer.from('/')]) : a.name;
+  const kb = b.mode === TREE_MODE ? Buffer.concat([b.name, Buffer.from('/')]) : b.name;
+  return Buffer.compare(ka, kb);
+}
+
+/** A tree object's body from its entries, in git's order. */
+export function treeBody(entries: readonly TreeRecord[]): Buffer {
+  const sorted = [...entries].sort(compareEntries);
+  return Buffer.concat(
+    sorted.flatMap((entry) => [
+      Buffer.from(`${entry.mode} `, 'latin1'),
+      entry.name,
+      Buffer.from([0]),
+      Buffer.from(entry.id, 'hex'),
+    ]),
+  );
+}
+
+/** Raised when an object the import needs is not loose here: git does it instead. */
+class NotLoose extends Error {}
+
+async function readLoose(gitDir: string, id: string, type: string): Promise<Buffer> {
+  const stored = await readFile(join(gitDir, 'objects', id.slice(0, 2), id.slice(2))).catch(() => null);
+  if (!stored) throw new NotLoose(id);
+  const raw = inflateSync(stored);
+  const nul = raw.indexOf(0);
+  const [kind] = raw.subarray(0, nul).toString('latin1').split(' ');
+  if (kind !== type) throw new NotLoose(`${id}: a ${kind}, not a ${type}`);
+  return raw.subarray(nul + 1);
+}
+
+/** A change below a tree: a file's new blob (or its deletion) by path parts. */
+type Change = { readonly mode: string; readonly id: string } | { readonly deleted: true };
+
+interface Level {
+  readonly files: Map<string, Change>;
+  readonly folders: Map<string, Level>;
+}
+
+function newLevel(): Level {
+  return { files: new Map(), folders: new Map() };
+}
+
+/** The tree `base` with `level`'s changes applied, written; null when it ends up empty. */
+async function applyLevel(gitDir: string, base: string | null, level: Level): Promise<string | null> {
+  // Keyed by the name's bytes, so a name that is not UTF-8 in the base is kept as it is.
+  const entries = new Map<string, TreeRecord>();
+  if (base) {
+    for (const entry of parseTree(await readLoose(gitDir, base, 'tree')))
+      entries.set(entry.name.toString('latin1'), entry);
+  }
+  for (const [name, change] of level.files) {
+    if ('deleted' in change) {
+      // A deletion removes a file, never a folder of that name (fast-import's `D` would remove
+      // either; flotilla lists a folder's files, not the folder).
+      if (entries.get(name)?.mode !== TREE_MODE) entries.delete(name);
+      continue;
+    }
+    entries.set(name, { mode: change.mode, name: Buffer.from(name, 'latin1'), id: change.id });
+  }
+  for (const [name, sub] of level.folders) {
+    const existing = entries.get(name);
+    const tree = await applyLevel(gitDir, existing?.mode === TREE_MODE ? existing.id : null, sub);
+    if (tree === null) {
+      if (existing?.mode === TREE_MODE) entries.delete(name);
+    } else {
+      entries.set(name, { mode: TREE_MODE, name: Buffer.from(name, 'latin1'), id: tree });
+    }
+  }
+  if (entries.size === 0) return null;
+  return writeLooseObject(gitDir, 'tree', treeBody([...entries.values()]));
+}
+
+/**
+ * The commits of `commits` (a parent is a commit id, or `:<mark>` of an earlier one) written into
+ * the repository whose git directory is `gitDir`, the last one's ref set; their ids in order, or
+ * null when git must do it. Nothing is published before everything is written: a failure leaves
+ * at most unreferenced objects.
+ */
+export async function looseImport(
+  gitDir: string,
+  commits: readonly ImportCommit[],
+): Promise<string[] | null> {
+  const ref = commits.at(-1)?.ref ?? '';
+  if (!ref.startsWith('refs/') || commits.some((commit) => commit.ref !== ref)) return null;
+  if (!(await cachedWriteRules(gitDir)).plain) return null;
+  try {
+    const ids: string[] = [];
+    const marks = new Map<string, { commit: string; tree: string }>();
+    for (const commit of commits) {
+      const parent = commit.parent.startsWith(':')
+        ? marks.get(commit.parent)
+        : await loadCommit(gitDir, commit.parent);
+      if (!parent) return null;
+      const level = newLevel();
+      for (const entry of commit.entries) {
+        // Path parts as their UTF-8 bytes (in a latin1 string), as the tree keys them.
+        const parts = Buffer.from(entry.path, 'utf8').toString('latin1').split('/');
+        const file = parts.pop() ?? '';
+        let at = level;
+        for (const part of parts) {
+          let next = at.folders.get(part);
+          if (!next) {
+            next = newLevel();
+            at.folders.set(part, next);
+          }
+          at = next;
+        }
+        if ('deleted' in entry) at.files.set(file, { deleted: true });
+        else
+          at.files.set(file, {
+            mode: entry.mode,
+            id: await writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
+          });
+      }
+      const tree =
+        (await applyLevel(gitDir, parent.tree, level)) ??
+        (await writeLooseObject(gitDir, 'tree', Buffer.alloc(0)));
+      const id = await writeLooseObject(
+        gitDir,
+        'commit',
+        commitBody({
+          tree,
+          parents: [parent.commit],
+          author: commit.author,
+          committer: commit.committer,
+          time: commit.time,
+          zoneMinutes: 0,
+          message: commit.message,
+        }),
+      );
+      marks.set(`:${commit.mark}`, { commit: id, tree });
+      ids.push(id);
+    }
+    const last = ids.at(-1);
+    if (!last || !(await setRef(gitDir, ref, last))) return null;
+    return ids;
+  } catch (error) {
+    if (error instanceof NotLoose) return null;
+    throw error;
+  }
+}
+
+/** A commit's id and tree, from its loose object. */
+async function loadCommit(gitDir: string, id: string): Promise<{ commit: string; tree: string } | null> {
+  if (!isObjectId(id) || id.length !== 40) return null;
+  const body = await readLoose(gitDir, id, 'commit');
+  const tree = body
+    .subarray(0, 46)
+    .toString('latin1')
+    .match(/^tree ([0-9a-f]{40})\n/)?.[1];
+  return tree ? { commit: id, tree } : null;
+}
+
+/**
+ * Points `ref` at `id` as fast-import's forced update does: `<ref>.lock` (O_EXCL), renamed into
+ * place. False, with nothing changed, when the lock is taken or the name clashes. An attempt ref
+ * is one attempt's alone; a lock a killed host left there fails that attempt's re-delivery into
+ * fast-import, which fails the same way, and the attempt's retry has a ref of its own.
+ */
+async function setRef(gitDir: string, ref: string, id: string): Promise<boolean> {
+  const path = join(gitDir, ref);
+  const lock = `${path}.lock`;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    if ((await stat(path).catch(() => null))?.isDirectory()) return false;
+    const file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    try {
+      await file.writeFile(`${id}\n`);
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return false;
+  }
+  try {
+    await rename(lock, path);
+    return true;
+  } catch {
+    await rm(lock, { force: true });
+    return false;
+  }
+}
+
+/**
+ * The git directory of the repository at `repo` when it keeps its own objects and refs there: its
+ * `.git` folder, or `repo` itself when bare; null otherwise (a worktree, a `.git` file): git does it.
+ */
+export async function ownGitDir(repo: string): Promise<string | null> {
+  const dotGit = join(repo, '.git');
+  if ((await stat(dotGit).catch(() => null))?.isDirectory()) return dotGit;
+  const bare = await Promise.all(
+    ['objects', 'refs', 'HEAD'].map((name) => stat(join(repo, name)).catch(() => null)),
+  );
+  return bare.every(Boolean) ? repo : null;
+}
