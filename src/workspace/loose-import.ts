@@ -199,10 +199,16 @@ async function loadCommit(gitDir: string, id: string): Promise<{ commit: string;
 }
 
 /**
+ * A lock on an attempt ref older than this was left by a host killed while writing it: a writer
+ * holds one for well under a millisecond, and an attempt's ref is that attempt's alone.
+ */
+export const STALE_REF_LOCK_MS = 60_000;
+
+/**
  * Points `ref` at `id` as fast-import's forced update does: `<ref>.lock` (O_EXCL), renamed into
- * place. False, with nothing changed, when the lock is taken or the name clashes. An attempt ref
- * is one attempt's alone; a lock a killed host left there fails that attempt's re-delivery into
- * fast-import, which fails the same way, and the attempt's retry has a ref of its own.
+ * place. False, with nothing changed, when the lock is taken or the name clashes. A lock older
+ * than STALE_REF_LOCK_MS is removed first: left there by a host killed mid-write, it would fail
+ * the attempt's re-delivery (fast-import and a push fail on it the same way) and cost an attempt.
  */
 async function setRef(gitDir: string, ref: string, id: string): Promise<boolean> {
   const path = join(gitDir, ref);
@@ -210,6 +216,8 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
   try {
     await mkdir(dirname(path), { recursive: true });
     if ((await stat(path).catch(() => null))?.isDirectory()) return false;
+    const held = await stat(lock).catch(() => null);
+    if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
     const file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
     try {
       await file.writeFile(`${id}\n`);

@@ -4,13 +4,19 @@
  * folders, deletions that empty a folder, a file become a folder and back, modes, links, names
  * that sort around `/`), the in-process ids equal git's, so every object is byte for byte git's.
  */
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImportCommit, type ImportEntry, importStream } from '../../src/workspace/fast-import.js';
 import { readGit, runGit } from '../../src/workspace/git.js';
-import { compareEntries, looseImport, parseTree, treeBody } from '../../src/workspace/loose-import.js';
+import {
+  compareEntries,
+  looseImport,
+  parseTree,
+  STALE_REF_LOCK_MS,
+  treeBody,
+} from '../../src/workspace/loose-import.js';
 import { createRandom, type Random } from '../helpers/random.js';
 
 let root: string;
@@ -121,6 +127,21 @@ describe('an attempt’s commits written in-process', () => {
     expect(await readGit(['rev-parse', `${theirs[0]}^{tree}`], { cwd: dir })).toBe(
       '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
     );
+  });
+
+  it('takes over an attempt ref’s lock a killed host left, and leaves a fresh one alone', async () => {
+    const random = createRandom(11);
+    const { dir, gitDir, base, files } = await baseRepo(random);
+    const work = randomEntries(random, files);
+    await mkdir(join(gitDir, 'refs', 'flotilla'), { recursive: true });
+    const lock = join(gitDir, 'refs', 'flotilla', 'ours.lock');
+    await writeFile(lock, 'a writer at work\n');
+    expect(await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []))).toBeNull();
+    const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
+    await utimes(lock, old, old);
+    const ids = await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []));
+    expect(ids).not.toBeNull();
+    expect(await readGit(['rev-parse', 'refs/flotilla/ours'], { cwd: dir })).toBe(ids?.[1]);
   });
 
   it('leaves it to git when a tree it needs is packed', async () => {
