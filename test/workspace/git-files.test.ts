@@ -64,19 +64,16 @@ describe('the merge commit, written in-process', () => {
     await git(dir, ['update-ref', '-d', 'refs/heads/flotilla/m']);
     // Remove git's copy, so the in-process write makes the object anew.
     await rm(join(gitDir, 'objects', theirs.slice(0, 2), theirs.slice(2)));
-    const ours = await writeLooseObject(
-      gitDir,
-      'commit',
-      commitBody({
-        tree,
-        parents: [first, second],
-        author: `${NAME} <${EMAIL}>`,
-        committer: `${NAME} <${EMAIL}>`,
-        time: 1_700_000_000,
-        zoneMinutes: 60,
-        message,
-      }),
-    );
+    const body = commitBody({
+      tree,
+      parents: [first, second],
+      author: `${NAME} <${EMAIL}>`,
+      committer: `${NAME} <${EMAIL}>`,
+      time: 1_700_000_000,
+      zoneMinutes: 60,
+      message,
+    });
+    const ours = await writeLooseObject(gitDir, 'commit', body);
     expect(ours).toBe(theirs);
     expect(await git(dir, ['cat-file', '-t', ours])).toBe('commit');
     expect(await git(dir, ['log', '--format=%P|%an <%ae>|%ad', '--date=raw', '-1', ours])).toBe(
@@ -86,21 +83,7 @@ describe('the merge commit, written in-process', () => {
       (await runGit(['fsck', '--strict', '--no-dangling'], { cwd: dir, allowFailure: true })).exitCode,
     ).toBe(0);
     // Written again: the object is there already, and stays as it was.
-    expect(
-      await writeLooseObject(
-        gitDir,
-        'commit',
-        commitBody({
-          tree,
-          parents: [first, second],
-          author: `${NAME} <${EMAIL}>`,
-          committer: `${NAME} <${EMAIL}>`,
-          time: 1_700_000_000,
-          zoneMinutes: 60,
-          message,
-        }),
-      ),
-    ).toBe(theirs);
+    expect(await writeLooseObject(gitDir, 'commit', body)).toBe(theirs);
   });
 
   it.each([
