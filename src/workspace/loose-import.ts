@@ -11,6 +11,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { inflateSync } from 'node:zlib';
+import { ATTEMPT_REF_PREFIX } from '../shared/contracts.js';
 import type { ImportCommit } from './fast-import.js';
 import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
 import { isObjectId } from './ref-files.js';
@@ -128,7 +129,8 @@ export async function looseImport(
   commits: readonly ImportCommit[],
 ): Promise<string[] | null> {
   const ref = commits.at(-1)?.ref ?? '';
-  if (!ref.startsWith('refs/') || commits.some((commit) => commit.ref !== ref)) return null;
+  // Attempt refs only: a branch would want its reflog, and might be checked out somewhere.
+  if (!ref.startsWith(ATTEMPT_REF_PREFIX) || commits.some((commit) => commit.ref !== ref)) return null;
   if (!(await cachedWriteRules(gitDir)).plain) return null;
   try {
     const ids: string[] = [];

@@ -144,6 +144,14 @@ describe('an attempt’s commits written in-process', () => {
     expect(await readGit(['rev-parse', 'refs/flotilla/ours'], { cwd: dir })).toBe(ids?.[1]);
   });
 
+  it('leaves a branch to git (its reflog, a checkout of it): attempt refs only', async () => {
+    const random = createRandom(5);
+    const { gitDir, base, files } = await baseRepo(random);
+    expect(
+      await looseImport(gitDir, commitsOf('refs/heads/feature', base, randomEntries(random, files), [])),
+    ).toBeNull();
+  });
+
   it('leaves it to git when a tree it needs is packed', async () => {
     const random = createRandom(7);
     const { dir, gitDir, base, files } = await baseRepo(random);
