@@ -95,10 +95,15 @@ async function exists(path: string): Promise<boolean> {
 export interface RepoWriteRules {
   /** Nothing beyond a plain loose object: the in-process write may be used. */
   readonly plain: boolean;
+  /**
+   * core.ignoreCase (macOS, Windows): git matches names in a tree ignoring case, which the
+   * attempt's in-process commits (loose-import.ts) do not; the merge commit is unaffected.
+   */
+  readonly ignoreCase: boolean;
 }
 
 const KEYS =
-  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding)$/;
+  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase)$/;
 
 /** The rules from `git config --get-regexp` output (every scope: system, global, repository). */
 export function writeRules(
@@ -130,11 +135,13 @@ export function writeRules(
     (shared === undefined || ['false', 'umask', '0', 'no', 'off'].includes(shared)) &&
     (format === undefined || format === 'sha1') &&
     (encoding === undefined || encoding === 'utf-8' || encoding === 'utf8') &&
+    // A reftable repository (git ≥ 2.45) keeps refs where a loose ref file is ignored.
+    (values.get('extensions.refstorage') ?? 'files') === 'files' &&
     !values.has('core.fsync') &&
     !yes('core.fsyncobjectfiles') &&
     !env.GIT_AUTHOR_DATE &&
     !env.GIT_COMMITTER_DATE;
-  return { plain };
+  return { plain, ignoreCase: yes('core.ignorecase') };
 }
 
 const rulesOf = new Map<string, Promise<RepoWriteRules>>();
@@ -146,7 +153,7 @@ export function cachedWriteRules(gitDir: string): Promise<RepoWriteRules> {
     rules = runGit(['config', '--get-regexp', KEYS.source], { cwd: gitDir, allowFailure: true }).then(
       (result) =>
         // Exit 1 is "no such key", every rule at its default.
-        result.exitCode <= 1 ? writeRules(result.stdout, process.env) : { plain: false },
+        result.exitCode <= 1 ? writeRules(result.stdout, process.env) : { plain: false, ignoreCase: true },
     );
     rulesOf.set(gitDir, rules);
     rules.catch(() => rulesOf.delete(gitDir));

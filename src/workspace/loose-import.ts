@@ -93,27 +93,35 @@ async function applyLevel(gitDir: string, base: string | null, level: Level): Pr
   // Keyed by the name's bytes, so a name that is not UTF-8 in the base is kept as it is.
   const entries = new Map<string, TreeRecord>();
   if (base) {
-    for (const entry of parseTree(await readLoose(gitDir, base, 'tree')))
+    for (const entry of parseTree(await readLoose(gitDir, base, 'tree'))) {
+      // A zero-padded mode (`040000`, old tools) fast-import rewrites: git does it.
+      if (entry.mode.startsWith('0')) throw new NotLoose(`${base}: a zero-padded mode`);
       entries.set(entry.name.toString('latin1'), entry);
+    }
   }
+  let changed = false;
   for (const [name, change] of level.files) {
     if ('deleted' in change) {
-      // A deletion removes a file, never a folder of that name (fast-import's `D` would remove
-      // either; flotilla lists a folder's files, not the folder).
-      if (entries.get(name)?.mode !== TREE_MODE) entries.delete(name);
+      const existing = entries.get(name);
+      // fast-import's `D` of a folder removes it whole; flotilla lists files, so git does that one.
+      if (existing?.mode === TREE_MODE) throw new NotLoose(`${name}: a folder deleted`);
+      if (existing) changed = entries.delete(name);
       continue;
     }
     entries.set(name, { mode: change.mode, name: Buffer.from(name, 'latin1'), id: change.id });
+    changed = true;
   }
   for (const [name, sub] of level.folders) {
     const existing = entries.get(name);
-    const tree = await applyLevel(gitDir, existing?.mode === TREE_MODE ? existing.id : null, sub);
-    if (tree === null) {
-      if (existing?.mode === TREE_MODE) entries.delete(name);
-    } else {
-      entries.set(name, { mode: TREE_MODE, name: Buffer.from(name, 'latin1'), id: tree });
-    }
+    const before = existing?.mode === TREE_MODE ? existing.id : null;
+    const tree = await applyLevel(gitDir, before, sub);
+    if (tree === before) continue;
+    changed = true;
+    if (tree === null) entries.delete(name);
+    else entries.set(name, { mode: TREE_MODE, name: Buffer.from(name, 'latin1'), id: tree });
   }
+  // Nothing changed here (a deletion of what was not there): the tree stays, an empty one too.
+  if (!changed) return base;
   if (entries.size === 0) return null;
   return writeLooseObject(gitDir, 'tree', treeBody([...entries.values()]));
 }
@@ -131,7 +139,9 @@ export async function looseImport(
   const ref = commits.at(-1)?.ref ?? '';
   // Attempt refs only: a branch would want its reflog, and might be checked out somewhere.
   if (!ref.startsWith(ATTEMPT_REF_PREFIX) || commits.some((commit) => commit.ref !== ref)) return null;
-  if (!(await cachedWriteRules(gitDir)).plain) return null;
+  if (!refNameGitTakes(ref) || !commits.every(plainInput)) return null;
+  const rules = await cachedWriteRules(gitDir);
+  if (!rules.plain || rules.ignoreCase) return null;
   try {
     const ids: string[] = [];
     const marks = new Map<string, { commit: string; tree: string }>();
@@ -189,6 +199,30 @@ export async function looseImport(
   }
 }
 
+/**
+ * What fast-import would take as it is: `Name <email>` identities, and paths in order, each once,
+ * with no empty part and no NUL (fast-import refuses or cuts those; flotilla never makes them).
+ */
+function plainInput(commit: ImportCommit): boolean {
+  const identity = /^[^<>\n]+ <[^<>\n]*>$/;
+  if (!identity.test(commit.author) || !identity.test(commit.committer)) return false;
+  const paths = commit.entries.map((entry) => entry.path);
+  return paths.every(
+    (path, i) =>
+      path !== '' &&
+      !path.includes('\0') &&
+      !path.split('/').includes('') &&
+      (i === 0 || (paths[i - 1] ?? '') < path),
+  );
+}
+
+/** A ref name git accepts (check-ref-format's rules), so the file written is the ref git reads. */
+export function refNameGitTakes(ref: string): boolean {
+  if (ref.endsWith('/') || ref.endsWith('.') || ref.includes('..') || ref.includes('@{')) return false;
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(ref)) return false;
+  return ref.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'));
+}
+
 /** A commit's id and tree, from its loose object. */
 async function loadCommit(gitDir: string, id: string): Promise<{ commit: string; tree: string } | null> {
   if (!isObjectId(id) || id.length !== 40) return null;
@@ -218,6 +252,8 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
   try {
     await mkdir(dirname(path), { recursive: true });
     if ((await stat(path).catch(() => null))?.isDirectory()) return false;
+    if ((await readFile(path, 'utf8').catch(() => '')).startsWith('ref:')) return false;
+    if (await packedClash(gitDir, ref)) return false;
     const held = await stat(lock).catch(() => null);
     if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
     const file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
@@ -236,6 +272,16 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
     await rm(lock, { force: true });
     return false;
   }
+}
+
+/** True when `packed-refs` holds a ref that `ref` would sit inside of, or one inside `ref`. */
+async function packedClash(gitDir: string, ref: string): Promise<boolean> {
+  const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
+  for (const line of packed.split('\n')) {
+    const name = line.startsWith('#') || line.startsWith('^') ? '' : line.slice(line.indexOf(' ') + 1).trim();
+    if (name && (ref.startsWith(`${name}/`) || name.startsWith(`${ref}/`))) return true;
+  }
+  return false;
 }
 
 /**

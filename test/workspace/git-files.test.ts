@@ -109,8 +109,15 @@ describe('what a repository asks of a write', () => {
     ['keys in any case', 'Commit.GPGSign true', {}, false],
     ['commits in UTF-8, said', 'i18n.commitencoding UTF-8', {}, true],
     ['commits in another encoding', 'i18n.commitencoding iso-8859-1', {}, false],
+    ['reftable refs', 'extensions.refstorage reftable', {}, false],
+    ['names matched ignoring case (the merge commit is unaffected)', 'core.ignorecase true', {}, true],
   ])('%s', (_name, config, env: Record<string, string>, plain) => {
-    expect(writeRules(config, env)).toEqual({ plain });
+    expect(writeRules(config, env).plain).toBe(plain);
+  });
+
+  it('says when names are matched ignoring case (macOS, Windows)', () => {
+    expect(writeRules('core.ignorecase true', {}).ignoreCase).toBe(true);
+    expect(writeRules('', {}).ignoreCase).toBe(false);
   });
 
   it('reads every scope with one git config, and sees a repository that signs its commits', async () => {

@@ -14,6 +14,7 @@ import {
   compareEntries,
   looseImport,
   parseTree,
+  refNameGitTakes,
   STALE_REF_LOCK_MS,
   treeBody,
 } from '../../src/workspace/loose-import.js';
@@ -119,7 +120,7 @@ describe('an attempt’s commits written in-process', () => {
   it('deletes every file of a folder, and the folder with them, as git does', async () => {
     const random = createRandom(99);
     const { dir, gitDir, base, files } = await baseRepo(random);
-    const work: ImportEntry[] = files.map((path) => ({ path, deleted: true }));
+    const work: ImportEntry[] = [...files].sort().map((path) => ({ path, deleted: true }));
     const ours = await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []));
     const theirs = await fastImport(dir, commitsOf('refs/flotilla/theirs', base, work, []));
     expect(ours).toEqual(theirs);
@@ -142,6 +143,54 @@ describe('an attempt’s commits written in-process', () => {
     const ids = await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []));
     expect(ids).not.toBeNull();
     expect(await readGit(['rev-parse', 'refs/flotilla/ours'], { cwd: dir })).toBe(ids?.[1]);
+  });
+
+  it.each([
+    [
+      'a repository that matches names ignoring case',
+      async (dir: string) => runGit(['config', 'core.ignoreCase', 'true'], { cwd: dir }),
+    ],
+    [
+      'a packed ref the attempt ref would sit inside of',
+      async (dir: string) => {
+        await runGit(['update-ref', 'refs/flotilla/ours', 'HEAD'], { cwd: dir });
+        await runGit(['pack-refs', '--all'], { cwd: dir });
+        await runGit(['update-ref', '-d', 'refs/flotilla/ours'], { cwd: dir }).catch(() => undefined);
+        await runGit(['update-ref', 'refs/flotilla/ours', 'HEAD'], { cwd: dir });
+        await runGit(['pack-refs', '--all'], { cwd: dir });
+      },
+    ],
+  ])('leaves it to git in %s', async (_name, prepare) => {
+    const random = createRandom(21);
+    const { dir, gitDir, base, files } = await baseRepo(random);
+    await prepare(dir);
+    const ref = _name.startsWith('a packed') ? 'refs/flotilla/ours/inside' : 'refs/flotilla/ours';
+    expect(await looseImport(gitDir, commitsOf(ref, base, randomEntries(random, files), []))).toBeNull();
+  });
+
+  it('leaves it to git when a change deletes a folder whole (fast-import removes it; flotilla lists files)', async () => {
+    const random = createRandom(3);
+    const { gitDir, base, files } = await baseRepo(random);
+    const folder = files.find((path) => path.includes('/'))?.split('/')[0] ?? '';
+    expect(folder).not.toBe('');
+    expect(
+      await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, [{ path: folder, deleted: true }], [])),
+    ).toBeNull();
+  });
+
+  it.each([
+    'refs/flotilla/../../config',
+    'refs/flotilla/a b',
+    'refs/flotilla/a..b',
+    'refs/flotilla/x.lock',
+    'refs/flotilla/.hidden',
+    'refs/flotilla//dbl',
+  ])('refuses a ref name git would not take: %s', (ref) => {
+    expect(refNameGitTakes(ref)).toBe(false);
+  });
+
+  it('takes an attempt ref’s name', () => {
+    expect(refNameGitTakes('refs/flotilla/mission-1a2b/build_x/a3')).toBe(true);
   });
 
   it('leaves a branch to git (its reflog, a checkout of it): attempt refs only', async () => {
