@@ -219,7 +219,7 @@ function plainInput(commit: ImportCommit): boolean {
 /** A ref name git accepts (check-ref-format's rules), so the file written is the ref git reads. */
 export function refNameGitTakes(ref: string): boolean {
   if (ref.endsWith('/') || ref.endsWith('.') || ref.includes('..') || ref.includes('@{')) return false;
-  if (/[\x00-\x20\x7f~^:?*[\\]/.test(ref)) return false;
+  if ([...ref].some((char) => char <= ' ' || char === '\x7f' || '~^:?*[\\'.includes(char))) return false;
   return ref.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'));
 }
 
