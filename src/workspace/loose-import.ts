@@ -216,7 +216,12 @@ function plainInput(commit: ImportCommit): boolean {
   );
 }
 
-/** A ref name git accepts (check-ref-format's rules), so the file written is the ref git reads. */
+/**
+ * A ref name git accepts (check-ref-format's rules), so the file written is the ref git reads. A
+ * clash with a packed ref of a parent's name is not looked for: that would read all of
+ * `packed-refs` (every attempt of every mission) each task, and attempt refs' parents
+ * (`refs/flotilla/<mission>/<task>`) are never refs flotilla makes.
+ */
 export function refNameGitTakes(ref: string): boolean {
   if (ref.endsWith('/') || ref.endsWith('.') || ref.includes('..') || ref.includes('@{')) return false;
   if ([...ref].some((char) => char <= ' ' || char === '\x7f' || '~^:?*[\\'.includes(char))) return false;
@@ -253,7 +258,6 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
     await mkdir(dirname(path), { recursive: true });
     if ((await stat(path).catch(() => null))?.isDirectory()) return false;
     if ((await readFile(path, 'utf8').catch(() => '')).startsWith('ref:')) return false;
-    if (await packedClash(gitDir, ref)) return false;
     const held = await stat(lock).catch(() => null);
     if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
     const file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
@@ -272,16 +276,6 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
     await rm(lock, { force: true });
     return false;
   }
-}
-
-/** True when `packed-refs` holds a ref that `ref` would sit inside of, or one inside `ref`. */
-async function packedClash(gitDir: string, ref: string): Promise<boolean> {
-  const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch(() => '');
-  for (const line of packed.split('\n')) {
-    const name = line.startsWith('#') || line.startsWith('^') ? '' : line.slice(line.indexOf(' ') + 1).trim();
-    if (name && (ref.startsWith(`${name}/`) || name.startsWith(`${ref}/`))) return true;
-  }
-  return false;
 }
 
 /**

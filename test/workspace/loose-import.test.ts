@@ -145,27 +145,13 @@ describe('an attempt’s commits written in-process', () => {
     expect(await readGit(['rev-parse', 'refs/flotilla/ours'], { cwd: dir })).toBe(ids?.[1]);
   });
 
-  it.each([
-    [
-      'a repository that matches names ignoring case',
-      async (dir: string) => runGit(['config', 'core.ignoreCase', 'true'], { cwd: dir }),
-    ],
-    [
-      'a packed ref the attempt ref would sit inside of',
-      async (dir: string) => {
-        await runGit(['update-ref', 'refs/flotilla/ours', 'HEAD'], { cwd: dir });
-        await runGit(['pack-refs', '--all'], { cwd: dir });
-        await runGit(['update-ref', '-d', 'refs/flotilla/ours'], { cwd: dir }).catch(() => undefined);
-        await runGit(['update-ref', 'refs/flotilla/ours', 'HEAD'], { cwd: dir });
-        await runGit(['pack-refs', '--all'], { cwd: dir });
-      },
-    ],
-  ])('leaves it to git in %s', async (_name, prepare) => {
+  it('leaves it to git in a repository that matches names ignoring case (macOS, Windows)', async () => {
     const random = createRandom(21);
     const { dir, gitDir, base, files } = await baseRepo(random);
-    await prepare(dir);
-    const ref = _name.startsWith('a packed') ? 'refs/flotilla/ours/inside' : 'refs/flotilla/ours';
-    expect(await looseImport(gitDir, commitsOf(ref, base, randomEntries(random, files), []))).toBeNull();
+    await runGit(['config', 'core.ignoreCase', 'true'], { cwd: dir });
+    expect(
+      await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, randomEntries(random, files), [])),
+    ).toBeNull();
   });
 
   it('leaves it to git when a change deletes a folder whole (fast-import removes it; flotilla lists files)', async () => {
