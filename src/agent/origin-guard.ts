@@ -111,31 +111,15 @@ export async function watchOrigin(
     // Should the monitor lose track by the end (the host's own watches do, whenever they may have
     // missed a change: an agent can cause that), the run's own places are compared instead: they
     // are what proves an escape.
-    const places = input.own ? placesToLook(root, input.dir, input.own) : [];
-    const before = places.length > 0 ? await listPlaces(root, places) : null;
+    const places = input.own ? await watchPlaces(root, input.dir, input.own, input.exclude) : null;
     return {
       root,
-      changes: async () => {
-        const seen = await monitoredChanges(watcher, root, clock, input.exclude);
-        if (seen) return seen;
-        if (!before) return [];
-        return excluding(
-          root,
-          diffPlaces(before, await listPlaces(root, places)),
-          input.exclude,
-          (path) => path,
-        );
-      },
+      changes: async (exitedAt) =>
+        (await monitoredChanges(watcher, root, clock, input.exclude)) ?? (await places?.(exitedAt)) ?? [],
     };
   }
   if (input.own && (await indexBytes(root)) > walkedIndexBytes) {
-    const places = placesToLook(root, input.dir, input.own);
-    const before = await listPlaces(root, places);
-    return {
-      root,
-      changes: async () =>
-        excluding(root, diffPlaces(before, await listPlaces(root, places)), input.exclude, (path) => path),
-    };
+    return { root, changes: await watchPlaces(root, input.dir, input.own, input.exclude) };
   }
   const status = await reads.before(root);
   if (status === null) return null;
@@ -235,6 +219,22 @@ export function placesToLook(root: string, dir: string, own: readonly string[]):
   return [...new Set(folders.map((folder) => relative(root, folder)))]
     .filter((rel) => !rel.startsWith('..') && !isAbsolute(rel))
     .sort();
+}
+
+/**
+ * The places where the run's own files would land (placesToLook()), listed now; the function
+ * lists them again and gives what changed, less the excluded directories.
+ */
+async function watchPlaces(
+  root: string,
+  dir: string,
+  own: readonly string[],
+  exclude: readonly string[],
+): Promise<OriginWatch['changes']> {
+  const places = placesToLook(root, dir, own);
+  const before = await listPlaces(root, places);
+  return async () =>
+    excluding(root, diffPlaces(before, await listPlaces(root, places)), exclude, (path) => path);
 }
 
 /** Each file directly in one of `places`, root-relative, with its size and modification time. */

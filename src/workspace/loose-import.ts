@@ -282,7 +282,19 @@ async function setRef(gitDir: string, ref: string, id: string): Promise<boolean>
  * The git directory of the repository at `repo` when it keeps its own objects and refs there: its
  * `.git` folder, or `repo` itself when bare; null otherwise (a worktree, a `.git` file): git does it.
  */
-export async function ownGitDir(repo: string): Promise<string | null> {
+export function ownGitDir(repo: string): Promise<string | null> {
+  let known = ownGitDirs.get(repo);
+  if (!known) {
+    known = findOwnGitDir(repo).catch(() => null);
+    ownGitDirs.set(repo, known);
+  }
+  return known;
+}
+
+/** ownGitDir()'s answers: a mission repo's layout does not change while a host runs. */
+const ownGitDirs = new Map<string, Promise<string | null>>();
+
+async function findOwnGitDir(repo: string): Promise<string | null> {
   const dotGit = join(repo, '.git');
   if ((await stat(dotGit).catch(() => null))?.isDirectory()) return dotGit;
   const bare = await Promise.all(

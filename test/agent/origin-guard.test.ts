@@ -344,11 +344,21 @@ describe('watchOrigin', () => {
     expect(taken()).toBe(0);
   });
 
-  it('with the host’s own watches, a file gone counts only when git tracks it: not one made and removed in the run, nor a folder’s own event', async () => {
-    const tracked = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-tracked-')));
+  /** A new repository watched by a new inotify monitor of its own, both gone after `body`. */
+  async function withWatchedRepo(body: (repo: string, monitor: InotifyMonitor) => Promise<void>) {
+    const dir = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-inotify-')));
     const monitor = new InotifyMonitor();
     try {
-      execFileSync('git', ['init', '-q', tracked]);
+      execFileSync('git', ['init', '-q', dir]);
+      await body(dir, monitor);
+    } finally {
+      monitor.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('with the host’s own watches, a file gone counts only when git tracks it: not one made and removed in the run, nor a folder’s own event', async () => {
+    await withWatchedRepo(async (tracked, monitor) => {
       await mkdir(join(tracked, 'docs'), { recursive: true });
       await writeFile(join(tracked, 'docs', 'b.txt'), 'tracked\n');
       await writeFile(join(tracked, 'keep.txt'), 'tracked\n');
@@ -363,17 +373,11 @@ describe('watchOrigin', () => {
       await writeFile(join(tracked, 'keep.txt'), 'edited\n');
       expect(await watch?.changes(reads.mark())).toEqual(['docs/b.txt', 'keep.txt']);
       expect(taken()).toBe(0);
-    } finally {
-      monitor.close();
-      await rm(tracked, { recursive: true, force: true });
-    }
+    });
   });
 
   it('when the monitor loses track during the run (an agent can make the host’s own watches give up), still sees the run’s own files', async () => {
-    const lost = await realpath(await mkdtemp(join(tmpdir(), 'flotilla-watch-lost-')));
-    const monitor = new InotifyMonitor();
-    try {
-      execFileSync('git', ['init', '-q', lost]);
+    await withWatchedRepo(async (lost, monitor) => {
       const own = ['.planning/dispatch/t1-a1-PROMPT.md'];
       const { reads, taken } = scripted();
       const watch = await watchOrigin({ dir: lost, exclude: [], writable: null, own }, reads, monitor);
@@ -383,10 +387,7 @@ describe('watchOrigin', () => {
       await writeFile(Buffer.from(`${lost}/bad-\xff.txt`, 'latin1'), 'x\n');
       expect(await watch?.changes(reads.mark())).toEqual(['.planning/dispatch/t1-a1-PROMPT.md']);
       expect(taken()).toBe(0);
-    } finally {
-      monitor.close();
-      await rm(lost, { recursive: true, force: true });
-    }
+    });
   });
 
   it('on a repository too big to walk, looks only where the run’s own files would land: no status at all', async () => {
