@@ -1,5 +1,5 @@
 /** A warm checkout's git state read from its files, and its HEAD moved, without starting git. */
-import { lstat, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isObjectId } from './ref-files.js';
 
@@ -41,6 +41,16 @@ function present(path: string): Promise<boolean> {
 }
 
 /**
+ * The checkout's index file as it is now (inode, size, modification and change times to the
+ * nanosecond), or null when it has none. git writes the index whole into a new file renamed into
+ * place, and an in-place write changes its change time, which no program can set back.
+ */
+export async function indexStamp(dir: string): Promise<string | null> {
+  const info = await stat(join(await gitDirOf(dir), 'index'), { bigint: true }).catch(() => null);
+  return info ? `${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}` : null;
+}
+
+/**
  * True while an `index.lock` is there: a git a crash killed left it, and it would break the next
  * git that writes the index. Only a walked reset's `checkout` finds and reports it.
  */
@@ -55,18 +65,31 @@ async function commonDirOf(gitDir: string): Promise<string> {
 }
 
 /**
- * True when `id` is a loose object in the checkout's object store or one it borrows from (its
- * `objects/info/alternates`): what a small `fast-import` into the mission repo leaves. A packed
- * object answers false, and the caller asks git.
+ * The object folders git reads for the checkout whose git folder is `gitDir`: its repository's
+ * own and the ones it borrows from (`objects/info/alternates`, one level, as flotilla sets them).
  */
-async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> {
+async function objectStoresOf(gitDir: string): Promise<string[]> {
   const objects = join(await commonDirOf(gitDir), 'objects');
   const alternates = (await readFile(join(objects, 'info', 'alternates'), 'utf8').catch(() => ''))
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
     .map((line) => (isAbsolute(line) ? line : resolve(objects, line)));
-  for (const dir of [objects, ...alternates]) {
+  return [objects, ...alternates];
+}
+
+/** objectStoresOf() for the checkout at `dir`. */
+export async function objectStores(dir: string): Promise<string[]> {
+  return objectStoresOf(await gitDirOf(dir));
+}
+
+/**
+ * True when `id` is a loose object in the checkout's object store or one it borrows from: what a
+ * small `fast-import` into the mission repo leaves. A packed object answers false, and the caller
+ * asks git.
+ */
+async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> {
+  for (const dir of await objectStoresOf(gitDir)) {
     const found = await lstat(join(dir, id.slice(0, 2), id.slice(2))).then(
       (info) => info.isFile(),
       () => false,

@@ -6,8 +6,9 @@
 import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
-import { detachedHead, indexLocked, writeDetachedHead } from './checkout-head.js';
+import { detachedHead, indexLocked, indexStamp, writeDetachedHead } from './checkout-head.js';
 import { runGit } from './git.js';
+import { type LooseReader, looseKinds, looseLsTree, looseReader, treeChanges } from './loose-trees.js';
 import {
   ancestorsOf,
   type Candidates,
@@ -71,6 +72,7 @@ async function changedSinceClean(
   clean: NonNullable<CheckoutState['clean']>,
   keep: readonly string[],
   commits: readonly string[],
+  reader: () => Promise<LooseReader>,
 ): Promise<(Candidates & { readonly clock: string }) | null> {
   const monitor = await fileMonitor();
   const answer = monitor ? await monitor.changedSince(dir, clean.clock) : null;
@@ -79,22 +81,46 @@ async function changedSinceClean(
   const ancestors = ancestorsOf(candidates);
   if (ancestors.length === 0) return { ...candidates, clock: answer.clock };
   if (ancestors.some((path) => path.includes('\n'))) return null;
-  const queries = commits.flatMap((commit) => ancestors.map((path) => `${commit}:${path}`));
-  const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
-    cwd: dir,
-    input: `${queries.join('\n')}\n`,
-  });
-  const types = stdout.split('\n');
-  const files = queries
-    .map((_, i) =>
-      types[i] !== 'tree' && !types[i]?.endsWith(' missing') ? ancestors[i % ancestors.length] : '',
-    )
-    .filter((path): path is string => Boolean(path));
-  return { ...withFiles(candidates, files), clock: answer.clock };
+  const files = new Set<string>();
+  for (const commit of commits) {
+    for (const path of await filesAmong(dir, commit, ancestors, reader)) files.add(path);
+  }
+  return { ...withFiles(candidates, [...files]), clock: answer.clock };
 }
 
-/** Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the agent). */
-async function indexDiffers(dir: string, commit: string): Promise<string[]> {
+/** Those of `paths` that `commit` holds as something other than a folder (a file, a link). */
+async function filesAmong(
+  dir: string,
+  commit: string,
+  paths: readonly string[],
+  reader: () => Promise<LooseReader>,
+): Promise<string[]> {
+  const kinds = await looseKinds(await reader(), commit, paths);
+  if (kinds) return paths.filter((_, i) => kinds[i] === 'other');
+  const { stdout } = await runGit(['cat-file', '--batch-check=%(objecttype)'], {
+    cwd: dir,
+    input: `${paths.map((path) => `${commit}:${path}`).join('\n')}\n`,
+  });
+  const types = stdout.split('\n');
+  return paths.filter((_, i) => types[i] !== 'tree' && !types[i]?.endsWith(' missing'));
+}
+
+/**
+ * Paths where the checkout's index differs from `commit` (staged by flotilla's commit, or by the
+ * agent). While the index is as `known` recorded it, two trees are compared in-process, only
+ * where they differ (none at all when `known` is at `commit`); else git reads the whole index.
+ */
+async function indexDiffers(
+  dir: string,
+  commit: string,
+  known: CheckoutState['index'],
+  reader: () => Promise<LooseReader>,
+): Promise<string[]> {
+  if (known && known.stamp === (await indexStamp(dir))) {
+    if (known.commit === commit) return [];
+    const paths = await treeChanges(await reader(), known.commit, commit, MONITORED_PATHS_LIMIT);
+    if (paths) return paths;
+  }
   const { stdout } = await runGit(['diff-index', '--cached', '--name-only', '-z', '--no-renames', commit], {
     cwd: dir,
     env: { GIT_OPTIONAL_LOCKS: '0' },
@@ -115,26 +141,29 @@ export async function resetChanged(
   commit: string,
   keep: readonly string[],
   clean: NonNullable<CheckoutState['clean']>,
+  index?: CheckoutState['index'],
 ): Promise<string | null> {
   try {
     // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
     if (await indexLocked(dir)) return null;
-    const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit]);
+    const reader = once(() => looseReader(dir));
+    const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit], reader);
     if (!candidates) return null;
-    const indexDiff = await indexDiffers(dir, commit);
+    const indexDiff = await indexDiffers(dir, commit, index, reader);
     const lookup = pathsToLook(candidates, indexDiff);
     if (lookup.length > MONITORED_PATHS_LIMIT) return null;
     const target =
       lookup.length === 0
         ? []
-        : parseLsTree(
+        : ((await looseLsTree(await reader(), commit, lookup, MONITORED_PATHS_LIMIT * 8)) ??
+          parseLsTree(
             (
               await runGit(
                 ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...lookup.map(literalPathspec)],
                 { cwd: dir },
               )
             ).stdout,
-          );
+          ));
     const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
     // A link standing for a folder above a path would take the removal outside the checkout (an
     // attempt that moved a folder away and linked to it): the walk removes the link itself.
@@ -206,11 +235,18 @@ export async function cleanMark(
   dir: string,
   commit: string,
   options: { readonly settle?: boolean; readonly clock?: string } = {},
-): Promise<Pick<CheckoutState, 'clean'>> {
+): Promise<Pick<CheckoutState, 'clean' | 'index'>> {
   const monitor = options.clock ? null : await monitorFor(dir);
   if (options.clock || monitor) await makeDispatchFolders(dir).catch(() => undefined);
   const clock = options.clock ?? (monitor ? await monitor.clock(dir, options) : null);
-  return clock ? { clean: { clock, commit } } : {};
+  if (!clock) return {};
+  return { clean: { clock, commit }, ...(await indexMark(dir, commit)) };
+}
+
+/** The index's stamp, for a caller that knows the index holds `commit`'s tree now. */
+export async function indexMark(dir: string, commit: string): Promise<Pick<CheckoutState, 'index'>> {
+  const stamp = await indexStamp(dir).catch(() => null);
+  return stamp ? { index: { commit, stamp } } : {};
 }
 
 /**
@@ -223,12 +259,26 @@ export async function monitoredWorktree(dir: string): Promise<WorktreeState | nu
   const state = await readCheckoutState(`${dir}.json`);
   const clean = state.clean;
   if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
-  const candidates = await changedSinceClean(dir, clean, state.setup?.keep ?? [], [clean.commit]).catch(
-    () => null,
-  );
+  const reader = once(() => looseReader(dir));
+  const candidates = await changedSinceClean(
+    dir,
+    clean,
+    state.setup?.keep ?? [],
+    [clean.commit],
+    reader,
+  ).catch(() => null);
   if (!candidates) return null;
-  const indexDiff = await indexDiffers(dir, clean.commit);
+  const indexDiff = await indexDiffers(dir, clean.commit, state.index, reader);
   const paths = pathsToLook(candidates, indexDiff);
   if (paths.length === 0) return { head: clean.commit, changes: [], ignored: [] };
   return paths.length <= MONITORED_PATHS_LIMIT ? readWorktree(dir, { only: paths }) : null;
+}
+
+/** `make()`'s promise, made on the first call only. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => {
+    made ??= make();
+    return made;
+  };
 }

@@ -51,6 +51,13 @@ export interface CheckoutState {
    * checkout or a reset, setup's outputs included): what changed since is all that differs.
    */
   readonly clean?: { readonly clock: string; readonly commit: string };
+  /**
+   * The commit whose tree the checkout's index held when the index file had `stamp` (indexStamp():
+   * git writes the index as a new file, so a rewrite changes it). While the stamp holds, where the
+   * index differs from another commit is a diff of two trees, read in-process (loose-trees.ts),
+   * instead of git reading the whole index.
+   */
+  readonly index?: { readonly commit: string; readonly stamp: string };
 }
 
 export async function readCheckoutState(file: string): Promise<CheckoutState> {

@@ -16,6 +16,7 @@ import {
   cleanMark,
   emptyDispatchFolders,
   holdDispatchFolders,
+  indexMark,
   monitoredWorktree,
   resetChanged,
 } from './monitored-checkout.js';
@@ -48,8 +49,9 @@ export async function resetCheckout(
   commit: string,
   keep: readonly string[],
   clean?: CheckoutState['clean'],
+  index?: CheckoutState['index'],
 ): Promise<ResetOutcome> {
-  const clock = clean ? await resetChanged(dir, commit, keep, clean) : null;
+  const clock = clean ? await resetChanged(dir, commit, keep, clean, index) : null;
   if (clock) return { how: 'changed-paths', clock };
   const monitor = await monitorFor(dir);
   if (!monitor && (await scannedReset(dir, commit, keep))) return { how: 'scanned' };
@@ -135,8 +137,10 @@ export async function cleanClaimed(
 }
 
 /**
- * Records what git ignored in the run's checkout at the commit it published (see cleanClaimed);
- * best effort: without it the claim cleans with git.
+ * Records what git ignored in the run's checkout at the commit it published (see cleanClaimed),
+ * and that its index holds that commit's tree (commitAttempt() staged it), so the next reset
+ * compares trees instead of reading the index; best effort: without it the claim cleans with
+ * git, and the reset asks git where the index differs.
  */
 export async function noteLeftIgnored(
   dir: string,
@@ -145,7 +149,12 @@ export async function noteLeftIgnored(
 ): Promise<void> {
   const file = `${dir}.json`;
   const state = await readCheckoutState(file);
-  await writeCheckoutState(file, { ...state, left: { commit, ignored } }).catch(() => undefined);
+  const { index: _earlier, ...rest } = state;
+  await writeCheckoutState(file, {
+    ...rest,
+    left: { commit, ignored },
+    ...(await indexMark(dir, commit)),
+  }).catch(() => undefined);
 }
 
 function stateFile(lease: CheckoutLease): string {
@@ -180,7 +189,8 @@ export async function leaseCheckout(
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
       const clean = sameSetup || !state.setup ? state.clean : undefined;
-      const reset = await resetCheckout(lease.dir, commit, sameSetup ? (state.setup?.keep ?? []) : [], clean);
+      const keep = sameSetup ? (state.setup?.keep ?? []) : [];
+      const reset = await resetCheckout(lease.dir, commit, keep, clean, state.index);
       // The reset detached HEAD from the branch an agent made and left checked out. Branches are
       // shared by every checkout of the cache: a later attempt's `git checkout <name>` would pick up
       // this one's commits as its own work. No other checkout can have it checked out, so it goes.
@@ -269,10 +279,13 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
   // attempt and remove it at the next reset, and so must a monitor's record or the folder
   // record, which would count it as clean and hide it.
   const clean = (await untrackedEntries(lease.dir)).length === 0;
+  // Clean again, setup's outputs included: the records start after them. The index keeps the
+  // mark of the reset before setup: setup's commands may have written it, which the stamp shows.
+  const mark = clean ? await cleanMark(lease.dir, options.commit) : {};
   await writeCheckoutState(file, {
     setup: { commandsKey: commandsKey(setup), inputsKey: key, keep },
-    // Clean again, setup's outputs included: the records start after them.
-    ...(clean ? await cleanMark(lease.dir, options.commit) : {}),
+    ...(mark.clean ? { clean: mark.clean } : {}),
+    ...(state.index ? { index: state.index } : {}),
   });
   if (!(await monitorFor(lease.dir))) {
     if (clean) await recordDirs(lease.dir, options.commit, keep);

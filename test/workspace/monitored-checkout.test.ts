@@ -4,7 +4,7 @@
  * answers: after every kind of change an agent can make, the reset leaves exactly a fresh checkout
  * of the target, and the listing equals `git status` of the whole tree.
  */
-import { lstat, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -13,14 +13,21 @@ import { fileMonitor, resetFileMonitor } from '../../src/shared/file-monitor.js'
 import { monitoredWorktree } from '../../src/workspace/monitored-checkout.js';
 import { readCheckoutState } from '../../src/workspace/setup.js';
 import { readWorktree } from '../../src/workspace/snapshot-changes.js';
-import { leaseCheckout, readLeasedWorktree, resetCheckout } from '../../src/workspace/warm-checkout.js';
+import {
+  leaseCheckout,
+  noteLeftIgnored,
+  readLeasedWorktree,
+  resetCheckout,
+} from '../../src/workspace/warm-checkout.js';
 import {
   changeEverything,
+  freshTree,
   git,
   ID,
   leasedAtBase,
   SETUP,
   sorted,
+  treeOf,
   wholeStatus,
   write,
 } from '../helpers/checkout-changes.js';
@@ -113,6 +120,58 @@ describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, s
     });
   });
 
+  describe('a warm checkout whose index is as the reset and the commit left it', () => {
+    it('lists and resets without git reading the whole index: two trees compared in-process, exact all the same', async () => {
+      const { repoDir, lease: first, pool, target } = await leasedAtBase(scratch);
+      const dir = first.dir;
+      // The agent writes, deletes and makes folders, and stages nothing.
+      await writeFile(join(dir, 'a.txt'), 'a, edited\n');
+      await rm(join(dir, 'b.txt'));
+      await write(dir, 'newdir/sub/x.txt', 'a new folder\n');
+      const listing = await gitCalls(() => readLeasedWorktree(dir));
+      expect(sorted(listing.result)).toEqual(sorted(await readWorktree(dir)));
+      expect(listing.calls.filter(readsWholeIndex)).toEqual([]);
+
+      // The run stage's commit: the index then holds the published commit's tree.
+      await git(dir, 'add', '--all');
+      await git(dir, ...ID, 'commit', '--quiet', '-m', 'the attempt');
+      await noteLeftIgnored(dir, await git(dir, 'rev-parse', 'HEAD'), []);
+      await first.release();
+
+      const reset = await gitCalls(() => leaseCheckout(pool, target, SETUP));
+      expect(reset.result.dir).toBe(dir);
+      expect(reset.calls.filter(readsWholeIndex)).toEqual([]);
+      expect(await git(dir, 'rev-parse', 'HEAD')).toBe(target);
+      expect(await git(dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
+      expect(await wholeStatus(dir)).toBe('!! node_modules/');
+      expect(await treeOf(dir)).toEqual({
+        ...(await freshTree(repoDir, target, scratch('fresh'))),
+        '.planning': 'dir',
+        '.planning/dispatch': 'dir',
+        '.planning/dispatch/archive': 'dir',
+      });
+      await reset.result.release();
+    });
+
+    it('asks git where the index differs once anything wrote the index (a criterion’s `git add`)', async () => {
+      const { lease: first, pool, target } = await leasedAtBase(scratch);
+      const dir = first.dir;
+      await write(dir, 'staged.txt', 'staged by a criterion\n');
+      await git(dir, 'add', 'staged.txt');
+      await rm(join(dir, 'staged.txt'));
+      // Only the index shows it: the file is gone from disk again, and the monitor saw it come and go.
+      const listing = await gitCalls(() => readLeasedWorktree(dir));
+      expect(listing.calls.some((call) => call.includes('diff-index'))).toBe(true);
+      expect(sorted(listing.result)).toEqual(sorted(await readWorktree(dir)));
+      expect(listing.result.changes.map((c) => c.path)).toContain('staged.txt');
+      await first.release();
+      const lease = await leaseCheckout(pool, target, SETUP);
+      expect(await git(dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
+      expect(await wholeStatus(dir)).toBe('!! node_modules/');
+      await lease.release();
+    });
+  });
+
   describe('a warm checkout leased again and again', () => {
     it('records each monitored reset’s own clock as clean, and the next attempt’s listing and reset by it are exact', async () => {
       const { lease: first, pool, base, target, state } = await leasedAtBase(scratch);
@@ -139,6 +198,29 @@ describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, s
     });
   });
 });
+
+/** The git commands that read a checkout's whole index to say where it differs from a commit. */
+const readsWholeIndex = (call: string) => / (diff-index|ls-tree|cat-file) /.test(` ${call} `);
+
+/** `body`'s result and the git commands it ran (each a line of its arguments), by a logging git on PATH. */
+async function gitCalls<T>(body: () => Promise<T>): Promise<{ result: T; calls: string[] }> {
+  const shim = scratch('git-shim');
+  await mkdir(shim);
+  const log = join(shim, 'calls.log');
+  const real = (await execa('sh', ['-c', 'command -v git'])).stdout.trim();
+  await writeFile(join(shim, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`, {
+    mode: 0o755,
+  });
+  const path = process.env.PATH;
+  process.env.PATH = `${shim}:${path}`;
+  try {
+    const result = await body();
+    const calls = (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+    return { result, calls };
+  } finally {
+    process.env.PATH = path;
+  }
+}
 
 /** Runs `body` with FLOTILLA_WATCHMAN set to `setting`, the shared monitor found again before and after. */
 async function withMonitorSetting(setting: string, body: () => Promise<void>): Promise<void> {

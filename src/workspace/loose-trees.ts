@@ -1,0 +1,209 @@
+/**
+ * A warm checkout's trees read in-process, where git would read its whole index to answer: which
+ * paths differ between two commits (`diff-index --cached` against an index known to hold the
+ * first), and what a commit holds at a few paths (`ls-tree -r -- <paths>`). Only the trees along
+ * what differs are read, so the cost follows the change, not the size of the tree: on the kernel
+ * tree each of those git processes reads an 8 MB index. Objects are read where they are loose (the
+ * gate's merges and an attempt's commits are); a packed one, a name that is not UTF-8 or more
+ * paths than the caller's limit answers null, and the caller asks git.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { inflateSync } from 'node:zlib';
+import { objectStores } from './checkout-head.js';
+import { parseTree, type TreeRecord } from './loose-import.js';
+import { isObjectId } from './ref-files.js';
+
+const TREE_MODE = '40000';
+
+/** What `git ls-tree -r` prints of a file: its mode, id and path. */
+export interface LooseEntry {
+  readonly mode: string;
+  readonly oid: string;
+  readonly path: string;
+}
+
+/** Thrown inside a walk whenever git must answer instead. */
+class GitMustAnswer extends Error {}
+
+/** Reads loose objects from a checkout's object stores (its own, and those it borrows from). */
+export interface LooseReader {
+  tree(id: string): Promise<TreeRecord[]>;
+  treeOf(commit: string): Promise<string>;
+}
+
+/** A reader for the checkout at `dir`. */
+export async function looseReader(dir: string): Promise<LooseReader> {
+  const stores = await objectStores(dir);
+  const read = async (id: string, type: string): Promise<Buffer> => {
+    if (!isObjectId(id) || id.length !== 40) throw new GitMustAnswer(id);
+    for (const store of stores) {
+      const stored = await readFile(join(store, id.slice(0, 2), id.slice(2))).catch(() => null);
+      if (!stored) continue;
+      const raw = inflateSync(stored);
+      const nul = raw.indexOf(0);
+      if (raw.subarray(0, nul).toString('latin1').split(' ')[0] !== type) throw new GitMustAnswer(id);
+      return raw.subarray(nul + 1);
+    }
+    throw new GitMustAnswer(id);
+  };
+  // A tree's entries by id, read once per reader (a lookup of many paths reads the root each time).
+  const trees = new Map<string, Promise<TreeRecord[]>>();
+  const readTree = async (id: string): Promise<TreeRecord[]> => {
+    const entries = parseTree(await read(id, 'tree'));
+    // A zero-padded mode (`040000`, old tools) git reads as a tree: let git answer.
+    if (entries.some((entry) => entry.mode.startsWith('0'))) throw new GitMustAnswer(id);
+    return entries;
+  };
+  return {
+    tree(id) {
+      let known = trees.get(id);
+      if (!known) {
+        known = readTree(id);
+        trees.set(id, known);
+      }
+      return known;
+    },
+    async treeOf(commit) {
+      const tree = (await read(commit, 'commit'))
+        .subarray(0, 46)
+        .toString('latin1')
+        .match(/^tree ([0-9a-f]{40})\n/)?.[1];
+      if (!tree) throw new GitMustAnswer(commit);
+      return tree;
+    },
+  };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function nameOf(entry: TreeRecord): string {
+  try {
+    const name = utf8.decode(entry.name);
+    if (name.includes('\0')) throw new GitMustAnswer(name);
+    return name;
+  } catch {
+    throw new GitMustAnswer('a name that is not UTF-8');
+  }
+}
+
+const isTree = (entry: TreeRecord | undefined): boolean => entry?.mode === TREE_MODE;
+const treeId = (entry: TreeRecord | undefined): string | null => (entry && isTree(entry) ? entry.id : null);
+
+/**
+ * The files (and links, submodules) that differ between the trees of commits `from` and `to`,
+ * as `git diff-index --cached --name-only --no-renames <to>` lists them for an index holding
+ * `from`'s tree: a file whose mode or content differs, or that only one side has, each once.
+ * Null when git must answer, or when there are more than `limit`.
+ */
+export async function treeChanges(
+  reader: LooseReader,
+  from: string,
+  to: string,
+  limit: number,
+): Promise<string[] | null> {
+  const found: string[] = [];
+  const add = (path: string) => {
+    found.push(path);
+    if (found.length > limit) throw new GitMustAnswer('too many');
+  };
+  const walk = async (prefix: string, a: string | null, b: string | null): Promise<void> => {
+    if (a === b) return;
+    const left = new Map((a ? await reader.tree(a) : []).map((entry) => [nameOf(entry), entry]));
+    const right = new Map((b ? await reader.tree(b) : []).map((entry) => [nameOf(entry), entry]));
+    for (const name of new Set([...left.keys(), ...right.keys()])) {
+      const x = left.get(name);
+      const y = right.get(name);
+      const path = `${prefix}${name}`;
+      if (isTree(x) || isTree(y)) await walk(`${path}/`, treeId(x), treeId(y));
+      const xFile = isTree(x) ? undefined : x;
+      const yFile = isTree(y) ? undefined : y;
+      if ((xFile || yFile) && (xFile?.mode !== yFile?.mode || xFile?.id !== yFile?.id)) add(path);
+    }
+  };
+  try {
+    const [a, b] = await Promise.all([reader.treeOf(from), reader.treeOf(to)]);
+    await walk('', a, b);
+    return found;
+  } catch {
+    // Not loose here, or not readable as git writes it: git answers.
+    return null;
+  }
+}
+
+/** The entry at `path` below the tree `root`; undefined when there is none. */
+async function entryAt(reader: LooseReader, root: string, path: string): Promise<TreeRecord | undefined> {
+  const parts = path.split('/');
+  if (parts.some((part) => part === '' || part === '.' || part === '..')) throw new GitMustAnswer(path);
+  let tree: string | null = root;
+  let entry: TreeRecord | undefined;
+  for (const part of parts) {
+    entry = tree ? (await reader.tree(tree)).find((candidate) => nameOf(candidate) === part) : undefined;
+    tree = treeId(entry);
+    if (!entry) break;
+  }
+  return entry;
+}
+
+/**
+ * What `commit` holds at `paths`, as `git ls-tree -r --full-tree <commit> -- <literal paths>`
+ * lists it: a path that is a file gives its entry, one that is a folder every file below it, one
+ * it lacks nothing. Null when git must answer, or when there are more than `limit` entries.
+ */
+export async function looseLsTree(
+  reader: LooseReader,
+  commit: string,
+  paths: readonly string[],
+  limit: number,
+): Promise<LooseEntry[] | null> {
+  const found = new Map<string, LooseEntry>();
+  const add = (entry: LooseEntry) => {
+    found.set(entry.path, entry);
+    if (found.size > limit) throw new GitMustAnswer('too many');
+  };
+  const everything = async (prefix: string, tree: string): Promise<void> => {
+    for (const entry of await reader.tree(tree)) {
+      const path = `${prefix}${nameOf(entry)}`;
+      if (isTree(entry)) await everything(`${path}/`, entry.id);
+      else add({ mode: entry.mode, oid: entry.id, path });
+    }
+  };
+  try {
+    const root = await reader.treeOf(commit);
+    for (const path of paths) {
+      const entry = await entryAt(reader, root, path);
+      if (!entry) continue;
+      const folder = treeId(entry);
+      if (folder) await everything(`${path}/`, folder);
+      else add({ mode: entry.mode, oid: entry.id, path });
+    }
+    return [...found.values()].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+  } catch {
+    // Not loose here, or not readable as git writes it: git answers.
+    return null;
+  }
+}
+
+/**
+ * For each of `paths`, whether `commit` holds a folder there, something else (a file, a link, a
+ * submodule), or nothing: what `git cat-file --batch-check` tells of `<commit>:<path>`. Null when
+ * git must answer.
+ */
+export async function looseKinds(
+  reader: LooseReader,
+  commit: string,
+  paths: readonly string[],
+): Promise<('folder' | 'other' | 'none')[] | null> {
+  try {
+    const root = await reader.treeOf(commit);
+    const kinds: ('folder' | 'other' | 'none')[] = [];
+    for (const path of paths) {
+      const entry = await entryAt(reader, root, path);
+      kinds.push(!entry ? 'none' : isTree(entry) ? 'folder' : 'other');
+    }
+    return kinds;
+  } catch {
+    // Not loose here, or not readable as git writes it: git answers.
+    return null;
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * A checkout's trees read in-process (src/workspace/loose-trees.ts) against git on the same
+ * repository: for seeded random pairs of commits (edits, new and deleted files and folders, a
+ * file become a folder and back, modes, links, names that sort around `/`), the paths that differ
+ * are `git diff-index --cached`'s for an index holding the first, the entries at a few paths are
+ * `git ls-tree -r`'s, and the kinds are `git cat-file --batch-check`'s. A packed object leaves
+ * the answer to git.
+ */
+import { chmod, lstat, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readGit, runGit } from '../../src/workspace/git.js';
+import { looseKinds, looseLsTree, looseReader, treeChanges } from '../../src/workspace/loose-trees.js';
+import { parseLsTree } from '../../src/workspace/monitored-paths.js';
+import { literalPathspec } from '../../src/workspace/snapshot-changes.js';
+import { createRandom, type Random } from '../helpers/random.js';
+
+let root: string;
+let counter = 0;
+const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
+const NAMES = ['a', 'a-b', 'a.b', 'a0', 'b', 'zé', 'x y', 'dir', 'dir.txt'];
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-loose-trees-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
+
+function randomPath(random: Random): string {
+  return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
+}
+
+/** Writes `path` (a file, an executable or a link), making way for it: what is in the way goes. */
+async function put(dir: string, path: string, random: Random, tag: string): Promise<void> {
+  const parts = path.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const above = join(dir, ...parts.slice(0, i));
+    const info = await lstat(above).catch(() => null);
+    if (info && !info.isDirectory()) await rm(above);
+    if (!info?.isDirectory()) await mkdir(above);
+  }
+  await rm(join(dir, path), { recursive: true, force: true });
+  if (random.chance(0.1)) await symlink(`to-${tag}`, join(dir, path));
+  else {
+    await writeFile(join(dir, path), `${path} ${tag}\n`);
+    if (random.chance(0.2)) await chmod(join(dir, path), 0o755);
+  }
+}
+
+/** A repository with two commits of random trees, the second a random change of the first. */
+async function twoCommits(seed: number) {
+  const random = createRandom(seed);
+  const dir = join(root, `repo-${++counter}`);
+  await mkdir(dir);
+  await runGit(['init', '--quiet', dir]);
+  for (let i = 0; i < 30; i++) await put(dir, randomPath(random), random, `base ${i}`);
+  await git(dir, 'add', '--all');
+  await git(dir, ...ID, 'commit', '--quiet', '-m', 'first');
+  const first = await git(dir, 'rev-parse', 'HEAD');
+  for (let i = 0; i < 12; i++) {
+    const path = randomPath(random);
+    if (random.chance(0.3)) await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
+    else await put(dir, path, random, `second ${i}`);
+  }
+  await git(dir, 'add', '--all');
+  await git(dir, ...ID, 'commit', '--quiet', '--allow-empty', '-m', 'second');
+  const second = await git(dir, 'rev-parse', 'HEAD');
+  return { dir, first, second, random };
+}
+
+/** A few paths to ask about: files and folders of either commit, and names neither has. */
+async function somePaths(dir: string, commits: readonly string[], random: Random): Promise<string[]> {
+  const known = new Set<string>();
+  for (const commit of commits) {
+    for (const path of (await git(dir, 'ls-tree', '-r', '-t', '--name-only', '-z', commit)).split('\0')) {
+      if (path) known.add(path);
+    }
+  }
+  const pool = [...known, 'nothing-here', 'a/nothing/here'];
+  return [...new Set(Array.from({ length: 8 }, () => random.pick(pool)))];
+}
+
+describe('a checkout’s trees read in-process', () => {
+  const SEEDS = Array.from({ length: 12 }, (_, i) => i + 1);
+
+  it.each(SEEDS)('lists what differs between two commits as git diff-index does (seed %i)', async (seed) => {
+    const { dir, first, second } = await twoCommits(seed);
+    await git(dir, 'read-tree', first);
+    const byGit = (await git(dir, 'diff-index', '--cached', '--name-only', '-z', '--no-renames', second))
+      .split('\0')
+      .filter(Boolean);
+    const inProcess = await treeChanges(await looseReader(dir), first, second, 10_000);
+    expect(inProcess).not.toBeNull();
+    expect([...(inProcess ?? [])].sort()).toEqual([...byGit].sort());
+    expect(await treeChanges(await looseReader(dir), second, second, 10_000)).toEqual([]);
+  });
+
+  it.each(SEEDS)(
+    'finds what a commit holds at some paths as git ls-tree and cat-file do (seed %i)',
+    async (seed) => {
+      const { dir, first, second, random } = await twoCommits(seed);
+      const paths = await somePaths(dir, [first, second], random);
+      const reader = await looseReader(dir);
+      for (const commit of [first, second]) {
+        const listed = await git(
+          dir,
+          'ls-tree',
+          '-r',
+          '-z',
+          '--full-tree',
+          commit,
+          '--',
+          ...paths.map(literalPathspec),
+        );
+        const entries = await looseLsTree(reader, commit, paths, 10_000);
+        expect(entries).toEqual(
+          parseLsTree(listed).sort((x, y) => Buffer.compare(Buffer.from(x.path), Buffer.from(y.path))),
+        );
+        const types = (
+          await runGit(['cat-file', '--batch-check=%(objecttype)'], {
+            cwd: dir,
+            input: `${paths.map((path) => `${commit}:${path}`).join('\n')}\n`,
+          })
+        ).stdout.split('\n');
+        const kinds = paths.map((_, i) =>
+          types[i] === 'tree' ? 'folder' : types[i]?.endsWith('missing') ? 'none' : 'other',
+        );
+        expect(await looseKinds(reader, commit, paths)).toEqual(kinds);
+      }
+    },
+  );
+
+  it('leaves the answer to git when an object is packed, or there are more paths than the limit', async () => {
+    const { dir, first, second } = await twoCommits(99);
+    const changed = await treeChanges(await looseReader(dir), first, second, 10_000);
+    expect(changed?.length).toBeGreaterThan(1);
+    expect(await treeChanges(await looseReader(dir), first, second, 1)).toBeNull();
+    await git(dir, 'gc', '--quiet', '--prune=now');
+    expect(await treeChanges(await looseReader(dir), first, second, 10_000)).toBeNull();
+    expect(await looseLsTree(await looseReader(dir), second, ['a'], 10_000)).toBeNull();
+    expect(await looseKinds(await looseReader(dir), second, ['a'])).toBeNull();
+  });
+});
