@@ -63,7 +63,8 @@ async function twoCommits(seed: number) {
   const first = await git(dir, 'rev-parse', 'HEAD');
   for (let i = 0; i < 12; i++) {
     const path = randomPath(random);
-    if (random.chance(0.3)) await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
+    if (random.chance(0.3))
+      await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
     else await put(dir, path, random, `second ${i}`);
   }
   await git(dir, 'add', '--all');
