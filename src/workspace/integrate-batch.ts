@@ -2,9 +2,10 @@
  * One batch of the gate's merge (integrate.ts): read the integration tip, merge the work commits one
  * on top of the other with `git merge-tree --write-tree` + `git commit-tree` (a work commit the tip
  * already holds merges to no change and gets no commit), and publish the last with a
- * compare-and-swap. Nothing is checked out: two git processes for a batch of one where the
- * repository asks for nothing more than a plain object (the merge commit is then written
- * in-process, git-files.ts), three otherwise.
+ * compare-and-swap. Nothing is checked out. Where the repository asks for nothing more than plain
+ * objects, a merge that needs no file merged (the work's changes on paths the tip has as the base
+ * had them) and its commit are written in-process (loose-merge.ts, git-files.ts): one git process
+ * for a batch, the publish's `update-ref`; otherwise two or three a merge.
  */
 import { join } from 'node:path';
 import { integrationBranch } from '../shared/contracts.js';
@@ -18,6 +19,7 @@ import {
   runGit,
 } from './git.js';
 import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
+import { looseMerge } from './loose-merge.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
@@ -185,6 +187,9 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
 
 async function mergeOne(place: Place, head: Head, workCommit: string, message: string): Promise<MergeOne> {
   const dir = place.dir;
+  // The work's changes on paths the tip has as the base had them: no merge of any file to do.
+  const tree = place.gitDir ? await looseMerge({ dir, gitDir: place.gitDir, head, work: workCommit }) : null;
+  if (tree) return withMergeCommit(place, head, tree, workCommit, message);
   // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
   const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];
   const merged = await runGit(args, { cwd: dir, allowFailure: true });
@@ -198,13 +203,18 @@ async function mergeOne(place: Place, head: Head, workCommit: string, message: s
       outcome.messages.length > 0 ? outcome.messages.join('\n') : `Merge conflict in ${files.join(', ')}`;
     return { kind: 'conflict', conflict, files };
   }
+  return withMergeCommit(place, head, outcome.tree, workCommit, message);
+}
+
+/** The merge commit of `tree`, or none when the tree is the tip's. */
+async function withMergeCommit(place: Place, head: Head, tree: string, workCommit: string, message: string) {
   // The work changed nothing the tip does not already hold: no merge commit for an empty change.
   // That is also how a replayed gate finds its work merged: a work commit the tip already holds
   // merges to the tip's own tree (the merge base is the work commit itself).
-  if (outcome.tree === head.tree) return { kind: 'unchanged' };
-  const merge = await mergeCommit(place, outcome.tree, [head.commit, workCommit], message);
-  rememberTree(merge, outcome.tree);
-  return { kind: 'merged', commit: merge, tree: outcome.tree };
+  if (tree === head.tree) return { kind: 'unchanged' } as const;
+  const merge = await mergeCommit(place, tree, [head.commit, workCommit], message);
+  rememberTree(merge, tree);
+  return { kind: 'merged', commit: merge, tree } as const;
 }
 
 /**

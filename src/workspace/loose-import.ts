@@ -126,6 +126,49 @@ async function applyLevel(gitDir: string, base: string | null, level: Level): Pr
   return writeLooseObject(gitDir, 'tree', treeBody([...entries.values()]));
 }
 
+/** A change of one file: its new mode and blob, or its deletion. */
+export type TreeEdit =
+  | { readonly path: string; readonly mode: string; readonly id: string }
+  | { readonly path: string; readonly deleted: true };
+
+/** The tree `base` with `changes` applied, written (the empty tree when nothing is left). */
+async function editTree(gitDir: string, base: string, changes: readonly TreeEdit[]): Promise<string> {
+  const level = newLevel();
+  for (const change of changes) {
+    // Path parts as their UTF-8 bytes (in a latin1 string), as the tree keys them.
+    const parts = Buffer.from(change.path, 'utf8').toString('latin1').split('/');
+    const file = parts.pop() ?? '';
+    let at = level;
+    for (const part of parts) {
+      let next = at.folders.get(part);
+      if (!next) {
+        next = newLevel();
+        at.folders.set(part, next);
+      }
+      at = next;
+    }
+    at.files.set(file, 'deleted' in change ? { deleted: true } : { mode: change.mode, id: change.id });
+  }
+  return (await applyLevel(gitDir, base, level)) ?? (await writeLooseObject(gitDir, 'tree', Buffer.alloc(0)));
+}
+
+/**
+ * The tree `base` of the repository at `gitDir` with `changes` applied, written there as loose
+ * objects; null when a tree along a changed path is not loose there (git must do it).
+ */
+export async function applyTreeEdits(
+  gitDir: string,
+  base: string,
+  changes: readonly TreeEdit[],
+): Promise<string | null> {
+  try {
+    return await editTree(gitDir, base, changes);
+  } catch (error) {
+    if (error instanceof NotLoose) return null;
+    throw error;
+  }
+}
+
 /**
  * The commits of `commits` (a parent is a commit id, or `:<mark>` of an earlier one) written into
  * the repository whose git directory is `gitDir`, the last one's ref set; their ids in order, or
@@ -150,30 +193,19 @@ export async function looseImport(
         ? marks.get(commit.parent)
         : await loadCommit(gitDir, commit.parent);
       if (!parent) return null;
-      const level = newLevel();
+      const changes: TreeEdit[] = [];
       for (const entry of commit.entries) {
-        // Path parts as their UTF-8 bytes (in a latin1 string), as the tree keys them.
-        const parts = Buffer.from(entry.path, 'utf8').toString('latin1').split('/');
-        const file = parts.pop() ?? '';
-        let at = level;
-        for (const part of parts) {
-          let next = at.folders.get(part);
-          if (!next) {
-            next = newLevel();
-            at.folders.set(part, next);
-          }
-          at = next;
-        }
-        if ('deleted' in entry) at.files.set(file, { deleted: true });
-        else
-          at.files.set(file, {
-            mode: entry.mode,
-            id: await writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
-          });
+        changes.push(
+          'deleted' in entry
+            ? entry
+            : {
+                path: entry.path,
+                mode: entry.mode,
+                id: await writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
+              },
+        );
       }
-      const tree =
-        (await applyLevel(gitDir, parent.tree, level)) ??
-        (await writeLooseObject(gitDir, 'tree', Buffer.alloc(0)));
+      const tree = await editTree(gitDir, parent.tree, changes);
       const id = await writeLooseObject(
         gitDir,
         'commit',

@@ -30,6 +30,8 @@ class GitMustAnswer extends Error {}
 export interface LooseReader {
   tree(id: string): Promise<TreeRecord[]>;
   treeOf(commit: string): Promise<string>;
+  /** A commit's parents, in order. */
+  parentsOf(commit: string): Promise<string[]>;
 }
 
 /** A reader for the checkout at `dir`. */
@@ -72,6 +74,12 @@ export async function looseReader(dir: string): Promise<LooseReader> {
       if (!tree) throw new GitMustAnswer(commit);
       return tree;
     },
+    async parentsOf(commit) {
+      const body = await read(commit, 'commit');
+      const end = body.indexOf('\n\n');
+      const header = body.subarray(0, end < 0 ? body.length : end).toString('latin1');
+      return [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((match) => match[1] ?? '');
+    },
   };
 }
 
@@ -102,11 +110,35 @@ export async function treeChanges(
   to: string,
   limit: number,
 ): Promise<string[] | null> {
-  const found: string[] = [];
-  const add = (path: string) => {
-    found.push(path);
-    if (found.length > limit) throw new GitMustAnswer('too many');
-  };
+  try {
+    const [a, b] = await Promise.all([reader.treeOf(from), reader.treeOf(to)]);
+    return (await treeDiff(reader, a, b, limit))?.files.map((file) => file.path) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** What differs between two trees: files, and the folders only the first has. */
+export interface TreeDiff {
+  /** Each file (link, submodule) that differs: its entry in either tree, undefined where it has none. */
+  readonly files: readonly {
+    readonly path: string;
+    readonly before?: TreeRecord;
+    readonly after?: TreeRecord;
+  }[];
+  /** Folders of the first tree the second has not (as folders). */
+  readonly removedFolders: readonly string[];
+}
+
+/** The difference of trees `a` and `b`, read where their ids differ; null when git must answer. */
+export async function treeDiff(
+  reader: LooseReader,
+  a: string,
+  b: string,
+  limit: number,
+): Promise<TreeDiff | null> {
+  const files: TreeDiff['files'][number][] = [];
+  const removedFolders: string[] = [];
   const walk = async (prefix: string, a: string | null, b: string | null): Promise<void> => {
     if (a === b) return;
     const left = new Map((a ? await reader.tree(a) : []).map((entry) => [nameOf(entry), entry]));
@@ -115,24 +147,31 @@ export async function treeChanges(
       const x = left.get(name);
       const y = right.get(name);
       const path = `${prefix}${name}`;
+      if (isTree(x) && !isTree(y)) removedFolders.push(path);
       if (isTree(x) || isTree(y)) await walk(`${path}/`, treeId(x), treeId(y));
-      const xFile = isTree(x) ? undefined : x;
-      const yFile = isTree(y) ? undefined : y;
-      if ((xFile || yFile) && (xFile?.mode !== yFile?.mode || xFile?.id !== yFile?.id)) add(path);
+      const before = isTree(x) ? undefined : x;
+      const after = isTree(y) ? undefined : y;
+      if ((before || after) && (before?.mode !== after?.mode || before?.id !== after?.id)) {
+        files.push({ path, ...(before ? { before } : {}), ...(after ? { after } : {}) });
+        if (files.length > limit) throw new GitMustAnswer('too many');
+      }
     }
   };
   try {
-    const [a, b] = await Promise.all([reader.treeOf(from), reader.treeOf(to)]);
     await walk('', a, b);
-    return found;
+    return { files, removedFolders };
   } catch {
     // Not loose here, or not readable as git writes it: git answers.
     return null;
   }
 }
 
-/** The entry at `path` below the tree `root`; undefined when there is none. */
-async function entryAt(reader: LooseReader, root: string, path: string): Promise<TreeRecord | undefined> {
+/** The entry at `path` below the tree `root`; undefined when there is none. Throws when git must answer. */
+export async function entryAt(
+  reader: LooseReader,
+  root: string,
+  path: string,
+): Promise<TreeRecord | undefined> {
   const parts = path.split('/');
   if (parts.some((part) => part === '' || part === '.' || part === '..')) throw new GitMustAnswer(path);
   let tree: string | null = root;

@@ -308,7 +308,7 @@ describe('compare-and-swap', () => {
     expect(await git(bare, 'rev-parse', `${tip}^2`)).toBe(work.workCommit);
   });
 
-  it('plans the batch again when another writer moved the branch during the merge (local mission repo)', async () => {
+  it('plans the batch again when another writer moved the branch before the publish (local mission repo)', async () => {
     const prepared = await missionRepo('c2');
     const h = await host(prepared.repo);
     const work = await attempt(h, 'c2', 'late', { 'late.txt': 'late\n' });
@@ -321,14 +321,14 @@ describe('compare-and-swap', () => {
       '-m',
       'other host',
     );
-    // A `git` first on PATH that, on the first merge-tree, lets "another host" publish first.
+    // A `git` first on PATH that, on the first publish, lets "another host" publish first.
     const realGit = (await runGit(['--exec-path'])).stdout.trim();
     const shim = scratch('shim');
     await mkdir(shim);
     const marker = join(shim, 'raced');
     await writeFile(
       join(shim, 'git'),
-      `#!/bin/sh\nif [ "$3" = merge-tree ] && [ ! -f ${marker} ]; then\n  touch ${marker}\n  ${realGit}/git -C "$2" update-ref refs/heads/flotilla/c2 ${other}\nfi\nexec ${realGit}/git "$@"\n`,
+      `#!/bin/sh\ncase " $* " in *" update-ref "*" refs/heads/flotilla/c2 "*)\n  if [ ! -f ${marker} ]; then\n    touch ${marker}\n    ${realGit}/git -C "$2" update-ref refs/heads/flotilla/c2 ${other}\n  fi;;\nesac\nexec ${realGit}/git "$@"\n`,
     );
     await chmod(join(shim, 'git'), 0o755);
     const savedPath = process.env.PATH;

@@ -18,6 +18,12 @@ let savedPath: string | undefined;
 /** What the git shim prints for a merge of a work commit holding `poison.txt`. */
 const INJECTED = 'fatal: unable to read tree (injected by the test)';
 
+const IGNORE_CASE = {
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'core.ignoreCase',
+  GIT_CONFIG_VALUE_0: 'true',
+};
+
 beforeAll(async () => {
   cluster = await startCluster({ hosts: 0 });
   savedPath = process.env.PATH;
@@ -42,11 +48,15 @@ beforeAll(async () => {
   );
   await chmod(join(shimDir, 'git'), 0o755);
   process.env.PATH = `${shimDir}${delimiter}${savedPath}`;
+  // Names matched ignoring case (core.ignoreCase, as on macOS): the gate leaves every merge to
+  // merge-tree then, instead of merging what no file merge needs in-process (loose-merge.ts).
+  Object.assign(process.env, IGNORE_CASE);
   await cluster.addHost();
 });
 afterAll(async () => {
   await cluster?.stop();
   process.env.PATH = savedPath;
+  for (const name of Object.keys(IGNORE_CASE)) delete process.env[name];
   if (shimDir) await rm(shimDir, { recursive: true, force: true });
 });
 

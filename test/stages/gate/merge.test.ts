@@ -80,13 +80,13 @@ async function merges(repo: string, id: string): Promise<string[]> {
 
 describe('the gate merge step', () => {
   it('merges a batch once, retries only the conflicting attempt with the files in its prompt, and leaves the repo clean', async () => {
-    // The first gate's merge-tree waits until all four gates are active, so the other three queue
+    // The first gate's publish waits until all four gates are active, so the other three queue
     // behind it on this host and are merged as one batch, deterministically.
     const release = join(shimDir, 'release');
     const realGit = (await runGit(['--exec-path'])).stdout.trim();
     await writeFile(
       join(shimDir, 'git'),
-      `#!/bin/sh\nif [ "$3" = merge-tree ]; then\n  while [ ! -f ${release} ]; do sleep 0.05; done\nfi\nexec ${realGit}/git "$@"\n`,
+      `#!/bin/sh\ncase " $* " in *" update-ref -m flotilla: integrate "*)\n  while [ ! -f ${release} ]; do sleep 0.05; done;;\nesac\nexec ${realGit}/git "$@"\n`,
     );
     await chmod(join(shimDir, 'git'), 0o755);
     process.env.PATH = `${shimDir}${delimiter}${savedPath}`;
