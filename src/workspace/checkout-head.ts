@@ -68,7 +68,7 @@ async function commonDirOf(gitDir: string): Promise<string> {
  * The object folders git reads for the checkout whose git folder is `gitDir`: its repository's
  * own and the ones it borrows from (`objects/info/alternates`, one level, as flotilla sets them).
  */
-async function objectStoresOf(gitDir: string): Promise<string[]> {
+export async function objectStoresOf(gitDir: string): Promise<string[]> {
   const objects = join(await commonDirOf(gitDir), 'objects');
   const alternates = (await readFile(join(objects, 'info', 'alternates'), 'utf8').catch(() => ''))
     .split('\n')

@@ -188,7 +188,7 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
 async function mergeOne(place: Place, head: Head, workCommit: string, message: string): Promise<MergeOne> {
   const dir = place.dir;
   // The work's changes on paths the tip has as the base had them: no merge of any file to do.
-  const tree = place.gitDir ? await looseMerge({ dir, gitDir: place.gitDir, head, work: workCommit }) : null;
+  const tree = place.gitDir ? await looseMerge({ gitDir: place.gitDir, head, work: workCommit }) : null;
   if (tree) return withMergeCommit(place, head, tree, workCommit, message);
   // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
   const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];

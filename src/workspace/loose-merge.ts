@@ -11,7 +11,7 @@
  */
 import { cachedWriteRules } from './git-files.js';
 import { applyTreeEdits, type TreeEdit, type TreeRecord } from './loose-import.js';
-import { entryAt, looseReader, treeDiff } from './loose-trees.js';
+import { entryAt, repoReader, treeDiff } from './loose-trees.js';
 
 /** Merges walked back from the tip to the work's base before git is asked instead. */
 const MAX_WALK = 1_000;
@@ -20,8 +20,7 @@ const MAX_WALK = 1_000;
 const MAX_FILES = 2_000;
 
 export interface LooseMergeOptions {
-  /** The repository's working directory (its `.git` read for objects) and git directory. */
-  readonly dir: string;
+  /** The repository's git directory (a bare repository's is the repository itself). */
   readonly gitDir: string;
   readonly head: { readonly commit: string; readonly tree: string };
   readonly work: string;
@@ -32,7 +31,7 @@ export async function looseMerge(options: LooseMergeOptions): Promise<string | n
   const { head, work } = options;
   if ((await cachedWriteRules(options.gitDir)).ignoreCase) return null;
   try {
-    const reader = await looseReader(options.dir);
+    const reader = await repoReader(options.gitDir);
     const [base, ...more] = await reader.parentsOf(work);
     if (!base || more.length > 0) return null;
     // The base must be on the tip's first-parent line (the integration branch's merges), and the

@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { inflateSync } from 'node:zlib';
-import { objectStores } from './checkout-head.js';
+import { objectStores, objectStoresOf } from './checkout-head.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
 import { isObjectId } from './ref-files.js';
 
@@ -36,7 +36,15 @@ export interface LooseReader {
 
 /** A reader for the checkout at `dir`. */
 export async function looseReader(dir: string): Promise<LooseReader> {
-  const stores = await objectStores(dir);
+  return looseReaderOf(await objectStores(dir));
+}
+
+/** A reader of the repository whose git directory is `gitDir` (a bare one's is itself). */
+export async function repoReader(gitDir: string): Promise<LooseReader> {
+  return looseReaderOf(await objectStoresOf(gitDir));
+}
+
+function looseReaderOf(stores: readonly string[]): LooseReader {
   const read = async (id: string, type: string): Promise<Buffer> => {
     if (!isObjectId(id) || id.length !== 40) throw new GitMustAnswer(id);
     for (const store of stores) {

@@ -105,7 +105,7 @@ describe('the gate’s merge done in-process', () => {
   it.each(SEEDS)('answers only where git merges cleanly, with git’s tree (seed %i)', async (seed) => {
     const { dir, gitDir, tip, work } = await tipAndWork(seed);
     const head = { commit: tip, tree: await git(dir, 'rev-parse', `${tip}^{tree}`) };
-    const tree = await looseMerge({ dir, gitDir, head, work });
+    const tree = await looseMerge({ gitDir, head, work });
     if (tree === null) return;
     answered++;
     expect(await gitMerge(dir, tip, work)).toEqual({ clean: true, tree });
@@ -124,15 +124,13 @@ describe('the gate’s merge done in-process', () => {
     const tipTree = await git(dir, 'rev-parse', `${tip}^{tree}`);
     const mergedTree = (await gitMerge(dir, tip, work)).tree;
     const merge = await git(dir, ...ID, 'commit-tree', mergedTree, '-p', tip, '-p', work, '-m', 'merged');
-    expect(await looseMerge({ dir, gitDir, head: { commit: merge, tree: mergedTree }, work })).toBeNull();
+    expect(await looseMerge({ gitDir, head: { commit: merge, tree: mergedTree }, work })).toBeNull();
     // The work's base is no ancestor of this tip: git finds the merge base.
     const elsewhere = await git(dir, ...ID, 'commit-tree', tipTree, '-m', 'unrelated');
-    expect(await looseMerge({ dir, gitDir, head: { commit: elsewhere, tree: tipTree }, work })).toBeNull();
+    expect(await looseMerge({ gitDir, head: { commit: elsewhere, tree: tipTree }, work })).toBeNull();
     // An empty work commit merges to the tip's own tree.
     const empty = await git(dir, ...ID, 'commit-tree', `${base}^{tree}`, '-p', base, '-m', 'nothing');
-    expect(await looseMerge({ dir, gitDir, head: { commit: tip, tree: tipTree }, work: empty })).toBe(
-      tipTree,
-    );
+    expect(await looseMerge({ gitDir, head: { commit: tip, tree: tipTree }, work: empty })).toBe(tipTree);
   });
 
   /** A base of `files`; the tip and the work each `change`d from it; the in-process and git's merge. */
@@ -156,7 +154,7 @@ describe('the gate’s merge done in-process', () => {
     const work = await commitAll(dir, 'work');
     const head = { commit: tip, tree: await git(dir, 'rev-parse', `${tip}^{tree}`) };
     return {
-      inProcess: await looseMerge({ dir, gitDir: join(dir, '.git'), head, work }),
+      inProcess: await looseMerge({ gitDir: join(dir, '.git'), head, work }),
       byGit: await gitMerge(dir, tip, work),
     };
   }
@@ -198,6 +196,26 @@ describe('the gate’s merge done in-process', () => {
     expect(apart.inProcess).toBe(apart.byGit.tree);
   });
 
+  it('merges in-process in a bare mission repository too (its git directory is itself)', async () => {
+    const dir = join(root, `bare-source-${++counter}`);
+    await mkdir(join(dir, 'd'), { recursive: true });
+    await runGit(['init', '--quiet', '--initial-branch=main', dir]);
+    await writeFile(join(dir, 'top.txt'), 'top\n');
+    await writeFile(join(dir, 'd/one.txt'), 'one\n');
+    const base = await commitAll(dir, 'base');
+    await writeFile(join(dir, 'top.txt'), 'the tip’s\n');
+    const tip = await commitAll(dir, 'tip');
+    await git(dir, 'checkout', '--quiet', '--detach', base);
+    await writeFile(join(dir, 'd/one.txt'), 'the work’s\n');
+    const work = await commitAll(dir, 'work');
+    const bare = join(root, `bare-${counter}.git`);
+    await runGit(['clone', '--quiet', '--bare', '--local', dir, bare]);
+    const tree = await git(bare, 'rev-parse', `${tip}^{tree}`);
+    const byGit = await gitMerge(bare, tip, work);
+    expect(byGit.clean).toBe(true);
+    expect(await looseMerge({ gitDir: bare, head: { commit: tip, tree }, work })).toBe(byGit.tree);
+  });
+
   it('merges in-process when the tip moved on by merges of other work, and git agrees', async () => {
     const { dir, gitDir, base, tip, work } = await tipAndWork(11);
     // Another attempt's work merged first: the tip is a merge whose first parent leads to the base.
@@ -217,7 +235,7 @@ describe('the gate’s merge done in-process', () => {
       '-m',
       'merge other',
     );
-    const tree = await looseMerge({ dir, gitDir, head: { commit: merge, tree: first.tree }, work });
+    const tree = await looseMerge({ gitDir, head: { commit: merge, tree: first.tree }, work });
     const byGit = await gitMerge(dir, merge, work);
     if (byGit.clean) expect(tree === null || tree === byGit.tree).toBe(true);
     else expect(tree).toBeNull();
