@@ -1,3 +1,5 @@
+import { chmod, lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 /** mulberry32: tiny and deterministic, so a seed names one sequence of random cases for good. */
 export function createRandom(seed: number) {
   let state = seed >>> 0;
@@ -14,3 +16,24 @@ export function createRandom(seed: number) {
 }
 
 export type Random = ReturnType<typeof createRandom>;
+
+/**
+ * Writes `path` below `dir` as a file (now and then an executable) or a link, chosen by `random`,
+ * making way for it: a file standing where a folder of its path should be goes, and so does
+ * whatever is at `path` itself.
+ */
+export async function putRandomFile(dir: string, path: string, random: Random, tag: string): Promise<void> {
+  const parts = path.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const above = join(dir, ...parts.slice(0, i));
+    const info = await lstat(above).catch(() => null);
+    if (info && !info.isDirectory()) await rm(above);
+    if (!info?.isDirectory()) await mkdir(above);
+  }
+  await rm(join(dir, path), { recursive: true, force: true });
+  if (random.chance(0.1)) await symlink(`to-${tag}`, join(dir, path));
+  else {
+    await writeFile(join(dir, path), `${path} ${tag}\n`);
+    if (random.chance(0.2)) await chmod(join(dir, path), 0o755);
+  }
+}

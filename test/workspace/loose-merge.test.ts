@@ -5,13 +5,13 @@
  * a file become a folder), whenever it answers, git merges cleanly to the very same tree; and it
  * does answer for most pairs that touch different paths, so the comparison is not empty.
  */
-import { chmod, lstat, mkdir, mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseMerge } from '../../src/workspace/loose-merge.js';
-import { createRandom, type Random } from '../helpers/random.js';
+import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
@@ -29,22 +29,6 @@ afterAll(async () => {
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
 
-async function put(dir: string, path: string, random: Random, tag: string): Promise<void> {
-  const parts = path.split('/');
-  for (let i = 1; i < parts.length; i++) {
-    const above = join(dir, ...parts.slice(0, i));
-    const info = await lstat(above).catch(() => null);
-    if (info && !info.isDirectory()) await rm(above);
-    if (!info?.isDirectory()) await mkdir(above);
-  }
-  await rm(join(dir, path), { recursive: true, force: true });
-  if (random.chance(0.1)) await symlink(`to-${tag}`, join(dir, path));
-  else {
-    await writeFile(join(dir, path), `${path}\n${tag}\n`);
-    if (random.chance(0.15)) await chmod(join(dir, path), 0o755);
-  }
-}
-
 const randomPath = (random: Random, names: readonly string[]) =>
   Array.from({ length: random.int(3) + 1 }, () => random.pick(names)).join('/');
 
@@ -54,7 +38,7 @@ async function change(dir: string, random: Random, names: readonly string[], tag
     const path = randomPath(random, names);
     if (random.chance(0.25))
       await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
-    else await put(dir, path, random, `${tag} ${i}`);
+    else await putRandomFile(dir, path, random, `${tag} ${i}`);
   }
   if (random.chance(0.3)) {
     const folders = (await readdir(dir, { withFileTypes: true })).filter(
@@ -80,7 +64,7 @@ async function tipAndWork(seed: number) {
   await mkdir(dir);
   await runGit(['init', '--quiet', '--initial-branch=main', dir]);
   for (let i = 0; i < 30; i++)
-    await put(dir, randomPath(random, [...TIP_NAMES, ...WORK_NAMES]), random, `base ${i}`);
+    await putRandomFile(dir, randomPath(random, [...TIP_NAMES, ...WORK_NAMES]), random, `base ${i}`);
   const base = await commitAll(dir, 'base');
   await change(dir, random, TIP_NAMES, 'tip');
   const tip = await commitAll(dir, 'tip');

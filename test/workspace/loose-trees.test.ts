@@ -6,7 +6,7 @@
  * `git ls-tree -r`'s, and the kinds are `git cat-file --batch-check`'s. A packed object leaves
  * the answer to git.
  */
-import { chmod, lstat, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseKinds, looseLsTree, looseReader, treeChanges } from '../../src/workspace/loose-trees.js';
 import { parseLsTree } from '../../src/workspace/monitored-paths.js';
 import { literalPathspec } from '../../src/workspace/snapshot-changes.js';
-import { createRandom, type Random } from '../helpers/random.js';
+import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
@@ -34,30 +34,13 @@ function randomPath(random: Random): string {
   return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
 }
 
-/** Writes `path` (a file, an executable or a link), making way for it: what is in the way goes. */
-async function put(dir: string, path: string, random: Random, tag: string): Promise<void> {
-  const parts = path.split('/');
-  for (let i = 1; i < parts.length; i++) {
-    const above = join(dir, ...parts.slice(0, i));
-    const info = await lstat(above).catch(() => null);
-    if (info && !info.isDirectory()) await rm(above);
-    if (!info?.isDirectory()) await mkdir(above);
-  }
-  await rm(join(dir, path), { recursive: true, force: true });
-  if (random.chance(0.1)) await symlink(`to-${tag}`, join(dir, path));
-  else {
-    await writeFile(join(dir, path), `${path} ${tag}\n`);
-    if (random.chance(0.2)) await chmod(join(dir, path), 0o755);
-  }
-}
-
 /** A repository with two commits of random trees, the second a random change of the first. */
 async function twoCommits(seed: number) {
   const random = createRandom(seed);
   const dir = join(root, `repo-${++counter}`);
   await mkdir(dir);
   await runGit(['init', '--quiet', dir]);
-  for (let i = 0; i < 30; i++) await put(dir, randomPath(random), random, `base ${i}`);
+  for (let i = 0; i < 30; i++) await putRandomFile(dir, randomPath(random), random, `base ${i}`);
   await git(dir, 'add', '--all');
   await git(dir, ...ID, 'commit', '--quiet', '-m', 'first');
   const first = await git(dir, 'rev-parse', 'HEAD');
@@ -65,7 +48,7 @@ async function twoCommits(seed: number) {
     const path = randomPath(random);
     if (random.chance(0.3))
       await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
-    else await put(dir, path, random, `second ${i}`);
+    else await putRandomFile(dir, path, random, `second ${i}`);
   }
   await git(dir, 'add', '--all');
   await git(dir, ...ID, 'commit', '--quiet', '--allow-empty', '-m', 'second');
