@@ -11,9 +11,9 @@
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deflateSync } from 'node:zlib';
+import { deflateSync, inflateSync } from 'node:zlib';
 import { runGit } from './git.js';
 
 export interface CommitFields {
@@ -82,6 +82,25 @@ export async function writeLooseObject(gitDir: string, type: string, body: Buffe
     await rm(temporary, { force: true });
   }
   return id;
+}
+
+/**
+ * The body of object `id` of `type` where it is loose in one of `stores` (object folders, searched
+ * in order); null when it is in none of them, or is of another type.
+ */
+export async function readLooseObject(
+  stores: readonly string[],
+  id: string,
+  type: string,
+): Promise<Buffer | null> {
+  for (const store of stores) {
+    const stored = await readFile(join(store, id.slice(0, 2), id.slice(2))).catch(() => null);
+    if (!stored) continue;
+    const raw = inflateSync(stored);
+    const nul = raw.indexOf(0);
+    return raw.subarray(0, nul).toString('latin1').split(' ')[0] === type ? raw.subarray(nul + 1) : null;
+  }
+  return null;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -10,10 +10,9 @@
 import { constants } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { inflateSync } from 'node:zlib';
 import { ATTEMPT_REF_PREFIX } from '../shared/contracts.js';
 import type { ImportCommit } from './fast-import.js';
-import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
+import { cachedWriteRules, commitBody, readLooseObject, writeLooseObject } from './git-files.js';
 import { isObjectId } from './ref-files.js';
 
 /** One entry of a tree object. */
@@ -67,13 +66,9 @@ export function treeBody(entries: readonly TreeRecord[]): Buffer {
 class NotLoose extends Error {}
 
 async function readLoose(gitDir: string, id: string, type: string): Promise<Buffer> {
-  const stored = await readFile(join(gitDir, 'objects', id.slice(0, 2), id.slice(2))).catch(() => null);
-  if (!stored) throw new NotLoose(id);
-  const raw = inflateSync(stored);
-  const nul = raw.indexOf(0);
-  const [kind] = raw.subarray(0, nul).toString('latin1').split(' ');
-  if (kind !== type) throw new NotLoose(`${id}: a ${kind}, not a ${type}`);
-  return raw.subarray(nul + 1);
+  const body = await readLooseObject([join(gitDir, 'objects')], id, type);
+  if (!body) throw new NotLoose(`${id}: not a loose ${type}`);
+  return body;
 }
 
 /** A change below a tree: a file's new blob (or its deletion) by path parts. */

@@ -7,10 +7,8 @@
  * gate's merges and an attempt's commits are); a packed one, a name that is not UTF-8 or more
  * paths than the caller's limit answers null, and the caller asks git.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { inflateSync } from 'node:zlib';
 import { objectStores, objectStoresOf } from './checkout-head.js';
+import { readLooseObject } from './git-files.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
 import { isObjectId } from './ref-files.js';
 
@@ -47,15 +45,9 @@ export async function repoReader(gitDir: string): Promise<LooseReader> {
 function looseReaderOf(stores: readonly string[]): LooseReader {
   const read = async (id: string, type: string): Promise<Buffer> => {
     if (!isObjectId(id) || id.length !== 40) throw new GitMustAnswer(id);
-    for (const store of stores) {
-      const stored = await readFile(join(store, id.slice(0, 2), id.slice(2))).catch(() => null);
-      if (!stored) continue;
-      const raw = inflateSync(stored);
-      const nul = raw.indexOf(0);
-      if (raw.subarray(0, nul).toString('latin1').split(' ')[0] !== type) throw new GitMustAnswer(id);
-      return raw.subarray(nul + 1);
-    }
-    throw new GitMustAnswer(id);
+    const body = await readLooseObject(stores, id, type);
+    if (!body) throw new GitMustAnswer(id);
+    return body;
   };
   // A tree's entries by id, read once per reader (a lookup of many paths reads the root each time).
   const trees = new Map<string, Promise<TreeRecord[]>>();
