@@ -4,10 +4,6 @@
  * writes against a process (docs/BENCHMARKS.md §18). Whenever it asks for more (signed commits,
  * shared permissions, SHA-256 objects, fsync settings, dates from the environment), the caller runs
  * git as before. A crash half-way leaves at most a temporary file git's own prune removes.
- *
- * The publish stays `git update-ref`: done in-process, a host killed between taking the ref's lock
- * file and renaming it would leave the lock for good, and every later publish to the branch would
- * lose its compare-and-swap to it; git, a process of its own, finishes even when its host is killed.
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -119,10 +115,15 @@ export interface RepoWriteRules {
    * attempt's in-process commits (loose-import.ts) do not; the merge commit is unaffected.
    */
   readonly ignoreCase: boolean;
+  /**
+   * Which refs git keeps a reflog of when it writes them (core.logAllRefUpdates; unset: `normal`,
+   * branches and the like, in a repository with a work tree, `none` in a bare one).
+   */
+  readonly refLogs: 'none' | 'normal' | 'always';
 }
 
 const KEYS =
-  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase)$/;
+  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase|core\.logallrefupdates|core\.bare)$/;
 
 /** The rules from `git config --get-regexp` output (every scope: system, global, repository). */
 export function writeRules(
@@ -160,7 +161,10 @@ export function writeRules(
     !yes('core.fsyncobjectfiles') &&
     !env.GIT_AUTHOR_DATE &&
     !env.GIT_COMMITTER_DATE;
-  return { plain, ignoreCase: yes('core.ignorecase') };
+  const logs = values.get('core.logallrefupdates');
+  const refLogs =
+    logs === 'always' ? 'always' : logs === undefined ? (yes('core.bare') ? 'none' : 'normal') : yes('core.logallrefupdates') ? 'normal' : 'none';
+  return { plain, ignoreCase: yes('core.ignorecase'), refLogs };
 }
 
 const rulesOf = new Map<string, Promise<RepoWriteRules>>();
@@ -172,7 +176,9 @@ export function cachedWriteRules(gitDir: string): Promise<RepoWriteRules> {
     rules = runGit(['config', '--get-regexp', KEYS.source], { cwd: gitDir, allowFailure: true }).then(
       (result) =>
         // Exit 1 is "no such key", every rule at its default.
-        result.exitCode <= 1 ? writeRules(result.stdout, process.env) : { plain: false, ignoreCase: true },
+        result.exitCode <= 1
+          ? writeRules(result.stdout, process.env)
+          : { plain: false, ignoreCase: true, refLogs: 'normal' as const },
     );
     rulesOf.set(gitDir, rules);
     rules.catch(() => rulesOf.delete(gitDir));

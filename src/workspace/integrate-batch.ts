@@ -3,9 +3,9 @@
  * on top of the other with `git merge-tree --write-tree` + `git commit-tree` (a work commit the tip
  * already holds merges to no change and gets no commit), and publish the last with a
  * compare-and-swap. Nothing is checked out. Where the repository asks for nothing more than plain
- * objects, a merge that needs no file merged (the work's changes on paths the tip has as the base
- * had them) and its commit are written in-process (loose-merge.ts, git-files.ts): one git process
- * for a batch, the publish's `update-ref`; otherwise two or three a merge.
+ * objects and refs, a merge that needs no file merged (the work's changes on paths the tip has as
+ * the base had them), its commit and the publish are written in-process (loose-merge.ts,
+ * git-files.ts, ref-files.ts): no git process for a batch; otherwise two or three a merge.
  */
 import { join } from 'node:path';
 import { integrationBranch } from '../shared/contracts.js';
@@ -22,6 +22,7 @@ import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
 import { looseMerge } from './loose-merge.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
+import { type RefWrite, writeRefFile } from './ref-files.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
 
 export interface IntegrateAttemptOptions {
@@ -74,6 +75,9 @@ function placeOf(cache: RepoCache, missionId: string): Place {
     branchRef: `refs/heads/${branch}`,
   };
 }
+
+/** The reflog message of a publish to a local mission repo. */
+const PUBLISH_MESSAGE = 'flotilla: integrate';
 
 export type BatchResults = Map<string, IntegrateResult | Error>;
 
@@ -255,7 +259,15 @@ async function mergeCommit(place: Place, tree: string, parents: readonly string[
   return commit.stdout.trim();
 }
 
+/**
+ * The compare-and-swap of the integration branch from `tip` to `head`: in a local repository's
+ * files where it asks for nothing more than plain refs (ref-files.ts: git's own lock protocol, and
+ * the reflog line `update-ref -m` writes), else `git update-ref` with the old value, or a push with
+ * a lease to a URL.
+ */
 async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
+  const written = place.remote ? 'declined' : await publishInFiles(place, head, tip);
+  if (written !== 'declined') return written === 'written' ? 'published' : 'lost-race';
   const args = place.remote
     ? [
         'push',
@@ -264,9 +276,21 @@ async function publish(place: Place, head: string, tip: string): Promise<'publis
         'origin',
         `${head}:${place.branchRef}`,
       ]
-    : ['update-ref', '-m', 'flotilla: integrate', place.branchRef, head, tip];
+    : ['update-ref', '-m', PUBLISH_MESSAGE, place.branchRef, head, tip];
   const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
   if (result.exitCode === 0) return 'published';
   if (lostCompareAndSwap(result.stderr)) return 'lost-race';
   throw new FlotillaError('git/failed', describeGitFailure(args, result));
+}
+
+async function publishInFiles(place: Place, head: string, tip: string): Promise<RefWrite> {
+  if (!place.gitDir) return 'declined';
+  const rules = await cachedWriteRules(place.gitDir);
+  const identity = await cachedCommitIdentity(place.dir);
+  // Without an identity git writes the reflog under a name it makes up itself: git does it.
+  if (!rules.plain || !identity.configured) return 'declined';
+  return writeRefFile(place.gitDir, place.branchRef, head, {
+    expected: tip,
+    log: { committer: identity.committer, message: PUBLISH_MESSAGE, mode: rules.refLogs },
+  });
 }

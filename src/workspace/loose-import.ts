@@ -7,13 +7,12 @@
  * and the `unpack-objects` it starts). Null whenever git must do it (a packed tree, an object
  * store elsewhere, a repository asking for more than plain objects): the caller runs fast-import.
  */
-import { constants } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ATTEMPT_REF_PREFIX } from '../shared/contracts.js';
 import type { ImportCommit } from './fast-import.js';
 import { cachedWriteRules, commitBody, readLooseObject, writeLooseObject } from './git-files.js';
-import { isObjectId } from './ref-files.js';
+import { isObjectId, writeRefFile } from './ref-files.js';
 
 /** One entry of a tree object. */
 export interface TreeRecord {
@@ -218,7 +217,8 @@ export async function looseImport(
       ids.push(id);
     }
     const last = ids.at(-1);
-    if (!last || !(await setRef(gitDir, ref, last))) return null;
+    // Forced, as fast-import's update: an attempt's ref is that attempt's alone.
+    if (!last || (await writeRefFile(gitDir, ref, last)) !== 'written') return null;
     return ids;
   } catch (error) {
     if (error instanceof NotLoose) return null;
@@ -264,45 +264,6 @@ async function loadCommit(gitDir: string, id: string): Promise<{ commit: string;
     .toString('latin1')
     .match(/^tree ([0-9a-f]{40})\n/)?.[1];
   return tree ? { commit: id, tree } : null;
-}
-
-/**
- * A lock on an attempt ref older than this was left by a host killed while writing it: a writer
- * holds one for well under a millisecond, and an attempt's ref is that attempt's alone.
- */
-export const STALE_REF_LOCK_MS = 60_000;
-
-/**
- * Points `ref` at `id` as fast-import's forced update does: `<ref>.lock` (O_EXCL), renamed into
- * place. False, with nothing changed, when the lock is taken or the name clashes. A lock older
- * than STALE_REF_LOCK_MS is removed first: left there by a host killed mid-write, it would fail
- * the attempt's re-delivery (fast-import and a push fail on it the same way) and cost an attempt.
- */
-async function setRef(gitDir: string, ref: string, id: string): Promise<boolean> {
-  const path = join(gitDir, ref);
-  const lock = `${path}.lock`;
-  try {
-    await mkdir(dirname(path), { recursive: true });
-    if ((await stat(path).catch(() => null))?.isDirectory()) return false;
-    if ((await readFile(path, 'utf8').catch(() => '')).startsWith('ref:')) return false;
-    const held = await stat(lock).catch(() => null);
-    if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
-    const file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
-    try {
-      await file.writeFile(`${id}\n`);
-    } finally {
-      await file.close();
-    }
-  } catch {
-    return false;
-  }
-  try {
-    await rename(lock, path);
-    return true;
-  } catch {
-    await rm(lock, { force: true });
-    return false;
-  }
 }
 
 /**

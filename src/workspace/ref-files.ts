@@ -1,14 +1,16 @@
 /**
- * A branch's or attempt ref's commit read from the repository's files, without starting git: a
- * task asked git for the integration tip two or three times (for-each-ref, rev-parse), a process
- * each. Git keeps a ref as a loose file (`<git dir>/refs/…`, written by renaming a lock file into
- * place, so a reader sees the old value or the new one) or as a line of `packed-refs`, the loose
- * file winning. Anything else (a symbolic ref, the reftable format, a file that is not a ref) is
- * `unknown`, and the caller asks git as before.
+ * A branch's or attempt ref's commit read and written in the repository's files, without starting
+ * git: a task asked git for the integration tip two or three times (for-each-ref, rev-parse) and
+ * set two refs (fast-import, update-ref), a process each. Git keeps a ref as a loose file
+ * (`<git dir>/refs/…`, written by renaming a lock file into place, so a reader sees the old value
+ * or the new one) or as a line of `packed-refs`, the loose file winning. Anything else (a symbolic
+ * ref, the reftable format, a file that is not a ref) is `unknown`, and the caller asks git as
+ * before.
  */
 import { constants } from 'node:fs';
-import { type FileHandle, open, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { appendFile, type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { gitZone } from './git-files.js';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
@@ -62,13 +64,7 @@ function plainRefName(ref: string): boolean {
 export async function readRefFile(gitDir: string, ref: string): Promise<RefFileValue> {
   if (!plainRefName(ref)) return UNKNOWN;
   // A reftable repository keeps refs in a format of its own (git ≥ 2.45): git reads those.
-  if (
-    await stat(join(gitDir, 'reftable')).then(
-      () => true,
-      () => false,
-    )
-  )
-    return UNKNOWN;
+  if (await exists(join(gitDir, 'reftable'))) return UNKNOWN;
   const loose = await readLoose(join(gitDir, ref));
   if (loose === undefined) return UNKNOWN;
   if (loose !== null) return looseRefValue(loose);
@@ -98,4 +94,113 @@ async function readLoose(path: string): Promise<string | null | undefined> {
   } finally {
     await file.close();
   }
+}
+
+/**
+ * A ref lock older than this was left by a process killed while writing the ref: a writer holds one
+ * for well under a millisecond (git too: a lock it cannot take, it waits 100 ms for and gives up).
+ * Removed, so that one kill does not fail every later write of the ref.
+ */
+export const STALE_REF_LOCK_MS = 60_000;
+
+/** Who wrote a ref, and why, for its reflog (`logs/<ref>`), as git's update-ref -m writes it. */
+export interface RefLogEntry {
+  /** `Name <email>`, the committer git would name. */
+  readonly committer: string;
+  readonly message: string;
+  /** When git writes a ref's reflog (git-files.ts RepoWriteRules.refLogs). */
+  readonly mode: 'none' | 'normal' | 'always';
+}
+
+export interface WriteRefOptions {
+  /** Compare-and-swap: the value the ref must hold now (null: that it does not exist). */
+  readonly expected?: string | null;
+  /** Append to the ref's reflog where git would. */
+  readonly log?: RefLogEntry;
+}
+
+/**
+ * `written`: the ref holds `id`. `moved`: it did not hold the expected value, nothing changed.
+ * `declined`: git must do it (a name or a file this writer does not take, a lock held by another
+ * writer), nothing changed.
+ */
+export type RefWrite = 'written' | 'moved' | 'declined';
+
+/**
+ * Points `ref` at `id` as git's files backend does: `<ref>.lock` taken (O_EXCL), the current value
+ * read under it, the new one written to it, the reflog line appended, the lock renamed into place.
+ * Every writer, git included, takes the same lock, so a compare-and-swap holds against them all.
+ */
+export async function writeRefFile(
+  gitDir: string,
+  ref: string,
+  id: string,
+  options: WriteRefOptions = {},
+): Promise<RefWrite> {
+  if (!plainRefName(ref) || !isObjectId(id) || (await exists(join(gitDir, 'reftable')))) return 'declined';
+  const path = join(gitDir, ref);
+  const lock = `${path}.lock`;
+  let file: FileHandle;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    const held = await stat(lock).catch(() => null);
+    if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
+    file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch {
+    return 'declined';
+  }
+  let renamed = false;
+  try {
+    const now = await readRefFile(gitDir, ref);
+    if (now.kind === 'unknown') return 'declined';
+    if (options.expected !== undefined) {
+      const current = now.kind === 'commit' ? now.commit : null;
+      if (current !== options.expected) return 'moved';
+    }
+    const logPath = join(gitDir, 'logs', ref);
+    const logged = options.log ? await reflogWanted(logPath, ref, options.log.mode) : false;
+    if (logged === undefined) return 'declined';
+    await file.writeFile(`${id}\n`);
+    await file.close();
+    if (logged && options.log) {
+      const old = now.kind === 'commit' ? now.commit : '0'.repeat(id.length);
+      await appendFile(logPath, reflogLine(old, id, options.log, new Date()));
+    }
+    await rename(lock, path);
+    renamed = true;
+    return 'written';
+  } catch {
+    return 'declined';
+  } finally {
+    await file.close().catch(() => undefined);
+    if (!renamed) await rm(lock, { force: true });
+  }
+}
+
+/**
+ * Whether git would append to the reflog at `logPath`: when it exists, or when the mode makes one
+ * for this ref (`normal`: branches, remote-tracking refs and notes); undefined when the folder in
+ * its place is not one git would write either.
+ */
+async function reflogWanted(logPath: string, ref: string, mode: RefLogEntry['mode']): Promise<boolean | undefined> {
+  const info = await stat(logPath).catch(() => null);
+  if (info) return info.isFile() ? true : undefined;
+  const made = mode === 'always' || (mode === 'normal' && /^refs\/(heads|remotes|notes)\//.test(ref));
+  if (made) await mkdir(dirname(logPath), { recursive: true });
+  return made;
+}
+
+/** One reflog line: `<old> <new> <committer> <seconds> <zone>\t<message>`, the message on one line. */
+export function reflogLine(old: string, id: string, log: RefLogEntry, when: Date): string {
+  const zone = gitZone(-when.getTimezoneOffset());
+  const message = log.message.replace(/\s+/g, ' ').trim();
+  const seconds = Math.floor(when.getTime() / 1000);
+  return `${old} ${id} ${log.committer} ${seconds} ${zone}${message ? `\t${message}` : ''}\n`;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

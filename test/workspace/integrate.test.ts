@@ -1,7 +1,7 @@
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
@@ -11,6 +11,25 @@ import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
 import { checkoutAttempt } from '../helpers/checkouts.js';
+
+/** A seam in the in-process ref writer: runs before each write (the race tests). */
+const refWrites = vi.hoisted(() => ({
+  before: null as null | ((ref: string) => Promise<void>),
+  /** What each write of a branch answered. */
+  answers: [] as string[],
+}));
+vi.mock('../../src/workspace/ref-files.js', async (original) => {
+  const actual = await original<typeof import('../../src/workspace/ref-files.js')>();
+  return {
+    ...actual,
+    writeRefFile: async (...args: Parameters<typeof actual.writeRefFile>) => {
+      await refWrites.before?.(args[1]);
+      const answer = await actual.writeRefFile(...args);
+      if (args[1].startsWith('refs/heads/')) refWrites.answers.push(answer);
+      return answer;
+    },
+  };
+});
 
 /**
  * The gate's merge without a checkout (DESIGN.md §4 step 8): merge-tree + commit-tree + a
@@ -308,10 +327,16 @@ describe('compare-and-swap', () => {
     expect(await git(bare, 'rev-parse', `${tip}^2`)).toBe(work.workCommit);
   });
 
-  it('plans the batch again when another writer moved the branch before the publish (local mission repo)', async () => {
-    const prepared = await missionRepo('c2');
+  it.each([
+    ['its files, in-process', false],
+    ['git update-ref (a shared repository)', true],
+  ])('plans the batch again when another writer moved the branch before the publish (local mission repo, written by %s)', async (_how, shared) => {
+    const missionId = shared ? 'c2git' : 'c2';
+    const prepared = await missionRepo(missionId);
+    // A repository that asks for group permissions gets its refs written by git.
+    if (shared) await git(prepared.repo, 'config', 'core.sharedRepository', 'group');
     const h = await host(prepared.repo);
-    const work = await attempt(h, 'c2', 'late', { 'late.txt': 'late\n' });
+    const work = await attempt(h, missionId, 'late', { 'late.txt': 'late\n' });
     const other = await git(
       prepared.repo,
       'commit-tree',
@@ -321,27 +346,43 @@ describe('compare-and-swap', () => {
       '-m',
       'other host',
     );
-    // A `git` first on PATH that, on the first publish, lets "another host" publish first.
+    const branchRef = `refs/heads/${integrationBranch(missionId)}`;
+    let raced = 0;
+    const race = async () => {
+      raced += 1;
+      await git(prepared.repo, 'update-ref', branchRef, other);
+    };
+    // Just before the first publish, "another host" publishes first: through the in-process
+    // writer's seam, or a `git` first on PATH for git's update-ref.
     const realGit = (await runGit(['--exec-path'])).stdout.trim();
     const shim = scratch('shim');
     await mkdir(shim);
     const marker = join(shim, 'raced');
     await writeFile(
       join(shim, 'git'),
-      `#!/bin/sh\ncase " $* " in *" update-ref "*" refs/heads/flotilla/c2 "*)\n  if [ ! -f ${marker} ]; then\n    touch ${marker}\n    ${realGit}/git -C "$2" update-ref refs/heads/flotilla/c2 ${other}\n  fi;;\nesac\nexec ${realGit}/git "$@"\n`,
+      `#!/bin/sh\ncase " $* " in *" update-ref "*" ${branchRef} "*)\n  if [ ! -f ${marker} ]; then\n    touch ${marker}\n    ${realGit}/git -C "$2" update-ref ${branchRef} ${other}\n  fi;;\nesac\nexec ${realGit}/git "$@"\n`,
     );
     await chmod(join(shim, 'git'), 0o755);
     const savedPath = process.env.PATH;
-    process.env.PATH = `${shim}${delimiter}${savedPath}`;
+    if (shared) process.env.PATH = `${shim}${delimiter}${savedPath}`;
+    else refWrites.before = async (ref) => (ref === branchRef && raced === 0 ? race() : undefined);
+    refWrites.answers = [];
     let result: Awaited<ReturnType<typeof integrateAttempt>>;
     try {
       result = await integrateAttempt(work);
     } finally {
       process.env.PATH = savedPath;
+      refWrites.before = null;
     }
-    expect(await readFile(marker, 'utf8')).toBe('');
-    const tip = await tipOf(prepared.repo, 'c2');
+    if (shared) expect(await readFile(marker, 'utf8')).toBe('');
+    else expect(raced).toBe(1);
+    // In-process: the first publish found the branch moved, the second wrote it; shared: git did both.
+    expect(refWrites.answers).toEqual(shared ? [] : ['moved', 'written']);
+    const tip = await tipOf(prepared.repo, missionId);
     expect(result).toEqual({ ok: true, commit: tip, alreadyIntegrated: false });
     expect(await git(prepared.repo, 'rev-parse', `${tip}^1`)).toBe(other);
+    // The reflog has the race's line and the publish's, as git writes them.
+    const log = await git(prepared.repo, 'reflog', 'show', '--format=%H %gs', branchRef);
+    expect(log.split('\n').slice(0, 2).map((line) => line.trim())).toEqual([`${tip} flotilla: integrate`, other]);
   });
 });

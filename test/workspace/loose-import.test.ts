@@ -15,9 +15,9 @@ import {
   looseImport,
   parseTree,
   refNameGitTakes,
-  STALE_REF_LOCK_MS,
   treeBody,
 } from '../../src/workspace/loose-import.js';
+import { STALE_REF_LOCK_MS } from '../../src/workspace/ref-files.js';
 import { createRandom, type Random } from '../helpers/random.js';
 
 let root: string;

@@ -1,8 +1,15 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { looseRefValue, packedRefValue, readRefFile } from '../../src/workspace/ref-files.js';
+import { runGit } from '../../src/workspace/git.js';
+import {
+  looseRefValue,
+  packedRefValue,
+  readRefFile,
+  STALE_REF_LOCK_MS,
+  writeRefFile,
+} from '../../src/workspace/ref-files.js';
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
@@ -92,5 +99,108 @@ describe('readRefFile', () => {
     ['a name climbing out', { 'refs/heads/x': `${A}\n` }, 'refs/../refs/heads/x', { kind: 'unknown' }],
   ])('%s', async (_name, files, ref, expected) => {
     expect(await readRefFile(await gitDir(files), ref)).toEqual(expected);
+  });
+});
+
+describe('writeRefFile, against git', () => {
+  let root: string;
+  let made = 0;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'flotilla-ref-write-'));
+  });
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+  const IDENT = 'Ada Gate <ada@example.org>';
+  const LOG = { committer: IDENT, message: 'flotilla:  integrate\n', mode: 'normal' as const };
+
+  const git = async (cwd: string, ...args: string[]) =>
+    (
+      await runGit(['-c', 'user.name=Ada Gate', '-c', 'user.email=ada@example.org', ...args], { cwd })
+    ).stdout.trim();
+
+  /** A repository (bare or not) with two commits and branch `flotilla/m` at the first. */
+  async function repo(bare = false) {
+    const dir = join(root, String(++made));
+    await mkdir(dir);
+    await git(dir, 'init', '--quiet', '--initial-branch', 'main', ...(bare ? ['--bare'] : []));
+    const tree = await git(dir, 'mktree');
+    const first = await git(dir, 'commit-tree', tree, '-m', 'first');
+    const second = await git(dir, 'commit-tree', tree, '-p', first, '-m', 'second');
+    await git(dir, 'update-ref', '-m', 'made', 'refs/heads/flotilla/m', first);
+    return { dir, gitDir: bare ? dir : join(dir, '.git'), first, second };
+  }
+
+  it('swaps from the expected value, with the reflog line git writes', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first, log: LOG })).toBe(
+      'written',
+    );
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
+    // git's own update-ref, for the same line format: old, new, identity, time, zone, message.
+    await git(dir, 'update-ref', '-m', 'flotilla:  integrate\n', 'refs/heads/flotilla/m', first, second);
+    const lines = (await readFile(join(gitDir, 'logs/refs/heads/flotilla/m'), 'utf8')).split('\n');
+    const shape = (line: string) => line.replace(/ \d+ [+-]\d{4}\t/, ' <time>\t');
+    expect(shape(lines[1] ?? '')).toBe(`${first} ${second} ${IDENT} <time>\tflotilla: integrate`);
+    expect(shape(lines[1] ?? '').replace(`${first} ${second}`, `${second} ${first}`)).toBe(shape(lines[2] ?? ''));
+    expect(await git(dir, 'fsck', '--strict', '--no-progress')).toBe('');
+    expect(await readdir(join(gitDir, 'refs/heads/flotilla'))).toEqual(['m']);
+  });
+
+  it('leaves the ref as it is when it moved, and declines while another writer holds its lock', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', first, { expected: second })).toBe('moved');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: null })).toBe('moved');
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(first);
+    const lock = join(gitDir, 'refs/heads/flotilla/m.lock');
+    await writeFile(lock, '');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('declined');
+    expect(await readFile(lock, 'utf8')).toBe('');
+    // A lock left by a writer killed long ago is taken away.
+    const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
+    await utimes(lock, old, old);
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('written');
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
+    expect(await stat(lock).catch(() => null)).toBeNull();
+  });
+
+  it('takes a ref that is only in packed-refs, and creates one expected missing', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    await git(dir, 'pack-refs', '--all');
+    expect(await stat(join(gitDir, 'refs/heads/flotilla/m')).catch(() => null)).toBeNull();
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', first, { expected: second })).toBe('moved');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('written');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/new', first, { expected: null })).toBe('written');
+    expect(await git(dir, 'for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/flotilla/')).toBe(
+      `${second} refs/heads/flotilla/m\n${first} refs/heads/flotilla/new`,
+    );
+  });
+
+  it('keeps a reflog where git would: a bare repository none, unless the log exists', async () => {
+    const { dir, gitDir, first, second } = await repo(true);
+    const log = { ...LOG, mode: 'none' as const };
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first, log })).toBe('written');
+    expect(await stat(join(gitDir, 'logs/refs/heads/flotilla/m')).catch(() => null)).toBeNull();
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
+    // `always` makes one for any ref, as git does.
+    const always = { ...LOG, mode: 'always' as const };
+    expect(await writeRefFile(gitDir, 'refs/flotilla/x/a1', first, { log: always })).toBe('written');
+    expect(await git(dir, 'reflog', 'show', '--format=%H %gs', 'refs/flotilla/x/a1')).toBe(
+      `${first} flotilla: integrate`,
+    );
+  });
+
+  it.each([
+    ['a symbolic ref', 'refs/heads/sym'],
+    ['a name with a folder of refs in its place', 'refs/heads/flotilla'],
+    ['a name below a ref file', 'refs/heads/flotilla/m/sub'],
+    ['not under refs/', 'HEAD'],
+  ])('declines %s, and changes nothing', async (_name, ref) => {
+    const { dir, gitDir, second } = await repo();
+    await git(dir, 'symbolic-ref', 'refs/heads/sym', 'refs/heads/main');
+    const before = await git(dir, 'for-each-ref');
+    expect(await writeRefFile(gitDir, ref, second)).toBe('declined');
+    expect(await git(dir, 'for-each-ref')).toBe(before);
+    expect(await git(dir, 'status', '--porcelain', '--ignored')).toBe('');
   });
 });

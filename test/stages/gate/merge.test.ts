@@ -1,6 +1,6 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,23 +15,33 @@ import { indent, sim, startCluster, type TestCluster } from '../../helpers/floti
  * conflicts found by merge-tree become retries with the files in the next prompt, a batch with a
  * conflict settles the others, and a gate that dies between publishing and settling merges once.
  */
+/** A seam in the in-process ref writer (the gate's publish): runs before each write. */
+const publishes = vi.hoisted(() => ({ before: null as null | ((ref: string) => Promise<void>) }));
+vi.mock('../../../src/workspace/ref-files.js', async (original) => {
+  const actual = await original<typeof import('../../../src/workspace/ref-files.js')>();
+  return {
+    ...actual,
+    writeRefFile: async (...args: Parameters<typeof actual.writeRefFile>) => {
+      await publishes.before?.(args[1]);
+      return actual.writeRefFile(...args);
+    },
+  };
+});
+
 let cluster: TestCluster;
-let shimDir: string;
-/** PATH with the stand-in agent on it, as startCluster left it. */
-let savedPath: string | undefined;
+let scratchDir: string;
 
 beforeAll(async () => {
   cluster = await startCluster({ hosts: 1, slots: 4 });
-  savedPath = process.env.PATH;
-  shimDir = await mkdtemp(join(tmpdir(), 'flotilla-git-shim-'));
+  scratchDir = await mkdtemp(join(tmpdir(), 'flotilla-merge-'));
 });
 afterEach(() => {
-  process.env.PATH = savedPath;
+  publishes.before = null;
   vi.restoreAllMocks();
 });
 afterAll(async () => {
   await cluster?.stop();
-  await rm(shimDir, { recursive: true, force: true });
+  await rm(scratchDir, { recursive: true, force: true });
 });
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
@@ -82,14 +92,11 @@ describe('the gate merge step', () => {
   it('merges a batch once, retries only the conflicting attempt with the files in its prompt, and leaves the repo clean', async () => {
     // The first gate's publish waits until all four gates are active, so the other three queue
     // behind it on this host and are merged as one batch, deterministically.
-    const release = join(shimDir, 'release');
-    const realGit = (await runGit(['--exec-path'])).stdout.trim();
-    await writeFile(
-      join(shimDir, 'git'),
-      `#!/bin/sh\ncase " $* " in *" update-ref -m flotilla: integrate "*)\n  while [ ! -f ${release} ]; do sleep 0.05; done;;\nesac\nexec ${realGit}/git "$@"\n`,
-    );
-    await chmod(join(shimDir, 'git'), 0o755);
-    process.env.PATH = `${shimDir}${delimiter}${savedPath}`;
+    const release = join(scratchDir, 'release');
+    publishes.before = async (ref) => {
+      if (!ref.startsWith('refs/heads/')) return;
+      while (!(await stat(release).catch(() => null))) await new Promise((done) => setTimeout(done, 50));
+    };
 
     const id = await cluster.submit(
       missionYaml('batch', [
