@@ -2,7 +2,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { attachedBranch, writeDetachedHead } from './checkout-head.js';
+import { attachedBranch, gitDirOf, writeDetachedHead } from './checkout-head.js';
 import { type ImportCommit, type ImportEntry, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
@@ -12,6 +12,8 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { cachedWriteRules } from './git-files.js';
+import { writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -126,7 +128,7 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const [workCommit = '', commit = ''] = ids;
   // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
   const staged = [...work.paths, ...dispatch.paths];
-  if (staged.length > 0) {
+  if (staged.length > 0 && !(await indexInFiles(dir, [...work.entries, ...dispatch.entries]))) {
     await runGit(['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
       cwd: dir,
       input: `${staged.join('\0')}\0`,
@@ -136,6 +138,21 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
   if (!published) await pushRef({ dir, ref: options.ref, commit });
   return { commit, workCommit, changed, ref: options.ref };
+}
+
+/**
+ * The index moved to the commit in its file (index-file.ts), as `update-index` of the changed
+ * paths would; false where git must (core.ignoreCase: git matches index paths ignoring case).
+ */
+async function indexInFiles(dir: string, entries: readonly ImportEntry[]): Promise<boolean> {
+  if ((await cachedWriteRules(await gitDirOf(dir))).ignoreCase) return false;
+  return writeIndexUpdates(
+    dir,
+    entries.map((entry) => ({
+      path: entry.path,
+      entry: 'deleted' in entry ? null : { mode: entry.mode, content: entry.content },
+    })),
+  );
 }
 
 /**

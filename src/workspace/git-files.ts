@@ -163,7 +163,15 @@ export function writeRules(
     !env.GIT_COMMITTER_DATE;
   const logs = values.get('core.logallrefupdates');
   const refLogs =
-    logs === 'always' ? 'always' : logs === undefined ? (yes('core.bare') ? 'none' : 'normal') : yes('core.logallrefupdates') ? 'normal' : 'none';
+    logs === 'always'
+      ? 'always'
+      : logs === undefined
+        ? yes('core.bare')
+          ? 'none'
+          : 'normal'
+        : yes('core.logallrefupdates')
+          ? 'normal'
+          : 'none';
   return { plain, ignoreCase: yes('core.ignorecase'), refLogs };
 }
 

@@ -182,7 +182,11 @@ export async function writeRefFile(
  * for this ref (`normal`: branches, remote-tracking refs and notes); undefined when the folder in
  * its place is not one git would write either.
  */
-async function reflogWanted(logPath: string, ref: string, mode: RefLogEntry['mode']): Promise<boolean | undefined> {
+async function reflogWanted(
+  logPath: string,
+  ref: string,
+  mode: RefLogEntry['mode'],
+): Promise<boolean | undefined> {
   const info = await stat(logPath).catch(() => null);
   if (info) return info.isFile() ? true : undefined;
   const made = mode === 'always' || (mode === 'normal' && /^refs\/(heads|remotes|notes)\//.test(ref));

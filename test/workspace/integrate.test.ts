@@ -330,59 +330,67 @@ describe('compare-and-swap', () => {
   it.each([
     ['its files, in-process', false],
     ['git update-ref (a shared repository)', true],
-  ])('plans the batch again when another writer moved the branch before the publish (local mission repo, written by %s)', async (_how, shared) => {
-    const missionId = shared ? 'c2git' : 'c2';
-    const prepared = await missionRepo(missionId);
-    // A repository that asks for group permissions gets its refs written by git.
-    if (shared) await git(prepared.repo, 'config', 'core.sharedRepository', 'group');
-    const h = await host(prepared.repo);
-    const work = await attempt(h, missionId, 'late', { 'late.txt': 'late\n' });
-    const other = await git(
-      prepared.repo,
-      'commit-tree',
-      `${prepared.baseCommit}^{tree}`,
-      '-p',
-      prepared.baseCommit,
-      '-m',
-      'other host',
-    );
-    const branchRef = `refs/heads/${integrationBranch(missionId)}`;
-    let raced = 0;
-    const race = async () => {
-      raced += 1;
-      await git(prepared.repo, 'update-ref', branchRef, other);
-    };
-    // Just before the first publish, "another host" publishes first: through the in-process
-    // writer's seam, or a `git` first on PATH for git's update-ref.
-    const realGit = (await runGit(['--exec-path'])).stdout.trim();
-    const shim = scratch('shim');
-    await mkdir(shim);
-    const marker = join(shim, 'raced');
-    await writeFile(
-      join(shim, 'git'),
-      `#!/bin/sh\ncase " $* " in *" update-ref "*" ${branchRef} "*)\n  if [ ! -f ${marker} ]; then\n    touch ${marker}\n    ${realGit}/git -C "$2" update-ref ${branchRef} ${other}\n  fi;;\nesac\nexec ${realGit}/git "$@"\n`,
-    );
-    await chmod(join(shim, 'git'), 0o755);
-    const savedPath = process.env.PATH;
-    if (shared) process.env.PATH = `${shim}${delimiter}${savedPath}`;
-    else refWrites.before = async (ref) => (ref === branchRef && raced === 0 ? race() : undefined);
-    refWrites.answers = [];
-    let result: Awaited<ReturnType<typeof integrateAttempt>>;
-    try {
-      result = await integrateAttempt(work);
-    } finally {
-      process.env.PATH = savedPath;
-      refWrites.before = null;
-    }
-    if (shared) expect(await readFile(marker, 'utf8')).toBe('');
-    else expect(raced).toBe(1);
-    // In-process: the first publish found the branch moved, the second wrote it; shared: git did both.
-    expect(refWrites.answers).toEqual(shared ? [] : ['moved', 'written']);
-    const tip = await tipOf(prepared.repo, missionId);
-    expect(result).toEqual({ ok: true, commit: tip, alreadyIntegrated: false });
-    expect(await git(prepared.repo, 'rev-parse', `${tip}^1`)).toBe(other);
-    // The reflog has the race's line and the publish's, as git writes them.
-    const log = await git(prepared.repo, 'reflog', 'show', '--format=%H %gs', branchRef);
-    expect(log.split('\n').slice(0, 2).map((line) => line.trim())).toEqual([`${tip} flotilla: integrate`, other]);
-  });
+  ])(
+    'plans the batch again when another writer moved the branch before the publish (local mission repo, written by %s)',
+    async (_how, shared) => {
+      const missionId = shared ? 'c2git' : 'c2';
+      const prepared = await missionRepo(missionId);
+      // A repository that asks for group permissions gets its refs written by git.
+      if (shared) await git(prepared.repo, 'config', 'core.sharedRepository', 'group');
+      const h = await host(prepared.repo);
+      const work = await attempt(h, missionId, 'late', { 'late.txt': 'late\n' });
+      const other = await git(
+        prepared.repo,
+        'commit-tree',
+        `${prepared.baseCommit}^{tree}`,
+        '-p',
+        prepared.baseCommit,
+        '-m',
+        'other host',
+      );
+      const branchRef = `refs/heads/${integrationBranch(missionId)}`;
+      let raced = 0;
+      const race = async () => {
+        raced += 1;
+        await git(prepared.repo, 'update-ref', branchRef, other);
+      };
+      // Just before the first publish, "another host" publishes first: through the in-process
+      // writer's seam, or a `git` first on PATH for git's update-ref.
+      const realGit = (await runGit(['--exec-path'])).stdout.trim();
+      const shim = scratch('shim');
+      await mkdir(shim);
+      const marker = join(shim, 'raced');
+      await writeFile(
+        join(shim, 'git'),
+        `#!/bin/sh\ncase " $* " in *" update-ref "*" ${branchRef} "*)\n  if [ ! -f ${marker} ]; then\n    touch ${marker}\n    ${realGit}/git -C "$2" update-ref ${branchRef} ${other}\n  fi;;\nesac\nexec ${realGit}/git "$@"\n`,
+      );
+      await chmod(join(shim, 'git'), 0o755);
+      const savedPath = process.env.PATH;
+      if (shared) process.env.PATH = `${shim}${delimiter}${savedPath}`;
+      else refWrites.before = async (ref) => (ref === branchRef && raced === 0 ? race() : undefined);
+      refWrites.answers = [];
+      let result: Awaited<ReturnType<typeof integrateAttempt>>;
+      try {
+        result = await integrateAttempt(work);
+      } finally {
+        process.env.PATH = savedPath;
+        refWrites.before = null;
+      }
+      if (shared) expect(await readFile(marker, 'utf8')).toBe('');
+      else expect(raced).toBe(1);
+      // In-process: the first publish found the branch moved, the second wrote it; shared: git did both.
+      expect(refWrites.answers).toEqual(shared ? [] : ['moved', 'written']);
+      const tip = await tipOf(prepared.repo, missionId);
+      expect(result).toEqual({ ok: true, commit: tip, alreadyIntegrated: false });
+      expect(await git(prepared.repo, 'rev-parse', `${tip}^1`)).toBe(other);
+      // The reflog has the race's line and the publish's, as git writes them.
+      const log = await git(prepared.repo, 'reflog', 'show', '--format=%H %gs', branchRef);
+      expect(
+        log
+          .split('\n')
+          .slice(0, 2)
+          .map((line) => line.trim()),
+      ).toEqual([`${tip} flotilla: integrate`, other]);
+    },
+  );
 });

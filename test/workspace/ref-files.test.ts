@@ -142,7 +142,9 @@ describe('writeRefFile, against git', () => {
     const lines = (await readFile(join(gitDir, 'logs/refs/heads/flotilla/m'), 'utf8')).split('\n');
     const shape = (line: string) => line.replace(/ \d+ [+-]\d{4}\t/, ' <time>\t');
     expect(shape(lines[1] ?? '')).toBe(`${first} ${second} ${IDENT} <time>\tflotilla: integrate`);
-    expect(shape(lines[1] ?? '').replace(`${first} ${second}`, `${second} ${first}`)).toBe(shape(lines[2] ?? ''));
+    expect(shape(lines[1] ?? '').replace(`${first} ${second}`, `${second} ${first}`)).toBe(
+      shape(lines[2] ?? ''),
+    );
     expect(await git(dir, 'fsck', '--strict', '--no-progress')).toBe('');
     expect(await readdir(join(gitDir, 'refs/heads/flotilla'))).toEqual(['m']);
   });
@@ -179,7 +181,9 @@ describe('writeRefFile, against git', () => {
   it('keeps a reflog where git would: a bare repository none, unless the log exists', async () => {
     const { dir, gitDir, first, second } = await repo(true);
     const log = { ...LOG, mode: 'none' as const };
-    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first, log })).toBe('written');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first, log })).toBe(
+      'written',
+    );
     expect(await stat(join(gitDir, 'logs/refs/heads/flotilla/m')).catch(() => null)).toBeNull();
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
     // `always` makes one for any ref, as git does.

@@ -1,0 +1,433 @@
+/**
+ * The checkout's index moved to the attempt's commit in-process, as `git update-index --add
+ * --remove --replace` of the changed paths writes it: a process fewer a task (docs/BENCHMARKS.md
+ * §20). The index (git's `Documentation/gitformat-index.txt`, versions 2 and 3) is read whole, the
+ * changed paths' entries replaced, added or removed with the file's stat data and the object id
+ * the commit holds, the cache tree invalidated along them as git does, and the file written whole
+ * into `index.lock` and renamed into place, git's protocol, so a git that reads or writes the index
+ * at the same time sees the old file or the new one. Whenever the index is anything else (version
+ * 4, a split or sparse index, an unmerged or skip-worktree entry at a changed path, a lock held)
+ * the caller runs `git update-index`.
+ */
+import { createHash } from 'node:crypto';
+import { constants } from 'node:fs';
+import { type FileHandle, lstat, open, readFile, readlink, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gitDirOf } from './checkout-head.js';
+import { objectId } from './git-files.js';
+
+/** What git records of a file in its index entry, each a 32-bit field (larger values cut, as git does). */
+export interface EntryStat {
+  readonly ctimeSec: number;
+  readonly ctimeNsec: number;
+  readonly mtimeSec: number;
+  readonly mtimeNsec: number;
+  readonly dev: number;
+  readonly ino: number;
+  readonly uid: number;
+  readonly gid: number;
+  readonly size: number;
+}
+
+/** One changed path: its new entry, or null when it is gone. */
+export interface IndexUpdate {
+  readonly path: string;
+  readonly entry: { readonly mode: number; readonly id: string; readonly stat: EntryStat } | null;
+}
+
+/** An entry of the index as read: where it is in the file and what the update needs of it. */
+interface EntrySpan {
+  readonly start: number;
+  readonly end: number;
+  readonly path: Buffer;
+  readonly stage: number;
+  /** Skip-worktree or intent-to-add (version 3's extended flags). */
+  readonly extended: boolean;
+}
+
+interface ParsedIndex {
+  readonly version: number;
+  readonly entries: EntrySpan[];
+  /** Extensions kept as they are (the cache tree is rebuilt from `tree`). */
+  readonly kept: Buffer[];
+  readonly tree: CacheTree | null;
+}
+
+const SIGNATURE = 0x44495243; // "DIRC"
+const HASH_BYTES = 20;
+const FLAG_EXTENDED = 0x4000;
+const NAME_MASK = 0xfff;
+
+/**
+ * Extensions written back unchanged: the resolve-undo record names paths, not positions. Every
+ * other optional one (untracked cache, file-system monitor, offsets of entries) is dropped, which
+ * git allows: it rebuilds what it wants of them.
+ */
+const KEPT_EXTENSIONS = new Set(['REUC']);
+
+/** The index file's bytes as entries and extensions; null for a form this reader leaves to git. */
+export function parseIndex(file: Buffer): ParsedIndex | null {
+  if (file.byteLength < 12 + HASH_BYTES || file.readUInt32BE(0) !== SIGNATURE) return null;
+  const version = file.readUInt32BE(4);
+  if (version !== 2 && version !== 3) return null;
+  const body = file.subarray(0, file.byteLength - HASH_BYTES);
+  const hash = createHash('sha1').update(body).digest();
+  if (!hash.equals(file.subarray(file.byteLength - HASH_BYTES))) return null;
+  const count = file.readUInt32BE(8);
+  const entries: EntrySpan[] = [];
+  let at = 12;
+  for (let i = 0; i < count; i++) {
+    if (at + 62 > body.byteLength) return null;
+    const flags = file.readUInt16BE(at + 60);
+    const extended = (flags & FLAG_EXTENDED) !== 0;
+    if (extended && version < 3) return null;
+    const nameAt = at + (extended ? 64 : 62);
+    const end = file.indexOf(0, nameAt);
+    if (end < 0 || end > body.byteLength) return null;
+    const nameLength = end - nameAt;
+    if ((flags & NAME_MASK) !== Math.min(nameLength, NAME_MASK)) return null;
+    const extendedFlags = extended ? file.readUInt16BE(at + 62) : 0;
+    // Padded with NULs to a multiple of 8 bytes from the entry's start.
+    const next = at + ((nameAt - at + nameLength + 8) & ~7);
+    entries.push({
+      start: at,
+      end: next,
+      path: file.subarray(nameAt, end),
+      stage: (flags >> 12) & 3,
+      extended: extendedFlags !== 0,
+    });
+    at = next;
+  }
+  const kept: Buffer[] = [];
+  let tree: CacheTree | null = null;
+  while (at < body.byteLength) {
+    if (at + 8 > body.byteLength) return null;
+    const signature = file.subarray(at, at + 4).toString('latin1');
+    const size = file.readUInt32BE(at + 4);
+    const data = file.subarray(at + 8, at + 8 + size);
+    if (data.byteLength !== size) return null;
+    // A lower-case first letter marks an extension git must understand (split index, sparse index).
+    if (!/^[A-Z]/.test(signature)) return null;
+    if (signature === 'TREE') tree = parseCacheTree(data);
+    else if (KEPT_EXTENSIONS.has(signature)) kept.push(file.subarray(at, at + 8 + size));
+    at += 8 + size;
+  }
+  return { version, entries, kept, tree };
+}
+
+/** A node of the cache tree extension: a folder's tree id while still valid (entryCount ≥ 0). */
+interface CacheTree {
+  readonly name: Buffer;
+  entryCount: number;
+  readonly id: Buffer | null;
+  readonly children: CacheTree[];
+}
+
+function parseCacheTree(data: Buffer): CacheTree | null {
+  let at = 0;
+  const node = (): CacheTree | null => {
+    const nul = data.indexOf(0, at);
+    const newline = data.indexOf(10, nul);
+    if (nul < 0 || newline < 0) return null;
+    const [count, subtrees] = data
+      .subarray(nul + 1, newline)
+      .toString('latin1')
+      .split(' ');
+    const entryCount = Number(count);
+    const subtreeCount = Number(subtrees);
+    if (!Number.isInteger(entryCount) || !Number.isInteger(subtreeCount)) return null;
+    const name = data.subarray(at, nul);
+    at = newline + 1;
+    const id = entryCount >= 0 ? data.subarray(at, at + HASH_BYTES) : null;
+    if (id) at += HASH_BYTES;
+    const children: CacheTree[] = [];
+    for (let i = 0; i < subtreeCount; i++) {
+      const child = node();
+      if (!child) return null;
+      children.push(child);
+    }
+    return { name, entryCount, id, children };
+  };
+  const root = node();
+  return root && at === data.byteLength ? root : null;
+}
+
+/** The cache tree's nodes along `path` marked invalid, and a folder at `path` itself dropped (git's own rule). */
+function invalidate(root: CacheTree, path: string): void {
+  let node = root;
+  const parts = path.split('/');
+  for (const [i, part] of parts.entries()) {
+    node.entryCount = -1;
+    const name = Buffer.from(part);
+    const at = node.children.findIndex((child) => child.name.equals(name));
+    if (at < 0) return;
+    if (i === parts.length - 1) {
+      node.children.splice(at, 1);
+      return;
+    }
+    node = node.children[at] as CacheTree;
+  }
+}
+
+function cacheTreeBytes(node: CacheTree, out: Buffer[]): void {
+  out.push(node.name, Buffer.from(`\0${node.entryCount} ${node.children.length}\n`, 'latin1'));
+  if (node.entryCount >= 0 && node.id) out.push(node.id);
+  for (const child of node.children) cacheTreeBytes(child, out);
+}
+
+/** An entry as version 2 writes it (no extended flags), padded with NULs to 8 bytes. */
+export function entryBytes(path: Buffer, mode: number, id: string, stat: EntryStat): Buffer {
+  const size = (62 + path.byteLength + 8) & ~7;
+  const entry = Buffer.alloc(size);
+  const fields = [
+    stat.ctimeSec,
+    stat.ctimeNsec,
+    stat.mtimeSec,
+    stat.mtimeNsec,
+    stat.dev,
+    stat.ino,
+    mode,
+    stat.uid,
+    stat.gid,
+    stat.size,
+  ];
+  for (const [i, value] of fields.entries()) entry.writeUInt32BE(value >>> 0, i * 4);
+  entry.write(id, 40, 'hex');
+  entry.writeUInt16BE(Math.min(path.byteLength, NAME_MASK), 60);
+  path.copy(entry, 62);
+  return entry;
+}
+
+/** Where `path` is, or would go, among the entries (sorted by path bytes, then stage). */
+function position(entries: readonly EntrySpan[], path: Buffer): number {
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (Buffer.compare((entries[middle] as EntrySpan).path, path) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * The new index file: `updates` applied to `file`'s entries, entries in `smudged` (by start) written
+ * with size 0 (racily clean: git compares their contents next time), the cache tree invalidated
+ * along every changed path. A file added where a folder of its path is an entry, or a folder
+ * where it is, takes that entry's or those entries' place (`--replace`). Null when an update meets
+ * something git must decide: an unmerged or extended entry at a path it changes.
+ */
+export function updatedIndex(
+  file: Buffer,
+  parsed: ParsedIndex,
+  updates: readonly IndexUpdate[],
+  smudged: ReadonlySet<number>,
+): Buffer | null {
+  const { entries } = parsed;
+  const replace = new Map<number, Buffer | null>();
+  const inserts: { at: number; path: Buffer; bytes: Buffer }[] = [];
+  /** Entries --replace takes away, for the cache tree. */
+  const gone: string[] = [];
+  for (const update of updates) {
+    const path = Buffer.from(update.path);
+    const at = position(entries, path);
+    const found = entries[at];
+    const here = found?.path.equals(path) ? found : undefined;
+    if (here && (here.stage !== 0 || here.extended)) return null;
+    if (here && entries[at + 1]?.path.equals(path)) return null;
+    if (!update.entry) {
+      if (here) replace.set(here.start, null);
+      continue;
+    }
+    const bytes = entryBytes(path, update.entry.mode, update.entry.id, update.entry.stat);
+    if (here) {
+      replace.set(here.start, bytes);
+      continue;
+    }
+    // --replace: a file where one of its folders is to be goes, and so do the entries below a
+    // path that becomes a file.
+    const below = Buffer.from(`${update.path}/`);
+    for (let i = at; i < entries.length; i++) {
+      const entry = entries[i] as EntrySpan;
+      if (!entry.path.subarray(0, below.byteLength).equals(below)) break;
+      if (entry.stage !== 0 || entry.extended) return null;
+      replace.set(entry.start, null);
+      gone.push(entry.path.toString('utf8'));
+    }
+    const parts = update.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const folder = Buffer.from(parts.slice(0, i).join('/'));
+      const entry = entries[position(entries, folder)];
+      if (!entry?.path.equals(folder)) continue;
+      if (entry.stage !== 0 || entry.extended) return null;
+      replace.set(entry.start, null);
+      gone.push(entry.path.toString('utf8'));
+    }
+    inserts.push({ at, path, bytes });
+  }
+  // Two new paths may go to the same place: in path order there.
+  inserts.sort((a, b) => a.at - b.at || Buffer.compare(a.path, b.path));
+  const chunks: Buffer[] = [];
+  let count = 0;
+  let next = 0;
+  const emitInserts = (before: number) => {
+    while (next < inserts.length && (inserts[next] as (typeof inserts)[number]).at <= before) {
+      chunks.push((inserts[next] as (typeof inserts)[number]).bytes);
+      count += 1;
+      next += 1;
+    }
+  };
+  for (const [i, entry] of entries.entries()) {
+    emitInserts(i);
+    const replaced = replace.get(entry.start);
+    if (replaced === null) continue;
+    count += 1;
+    if (replaced) {
+      chunks.push(replaced);
+    } else if (smudged.has(entry.start)) {
+      const copy = Buffer.from(file.subarray(entry.start, entry.end));
+      copy.writeUInt32BE(0, 36);
+      chunks.push(copy);
+    } else {
+      chunks.push(file.subarray(entry.start, entry.end));
+    }
+  }
+  emitInserts(entries.length);
+  if (parsed.tree) {
+    for (const path of [...updates.map((update) => update.path), ...gone]) invalidate(parsed.tree, path);
+    const tree: Buffer[] = [];
+    cacheTreeBytes(parsed.tree, tree);
+    const data = Buffer.concat(tree);
+    const head = Buffer.alloc(8);
+    head.write('TREE', 0, 'latin1');
+    head.writeUInt32BE(data.byteLength, 4);
+    chunks.push(head, data);
+  }
+  chunks.push(...parsed.kept);
+  const header = Buffer.alloc(12);
+  header.writeUInt32BE(SIGNATURE, 0);
+  header.writeUInt32BE(parsed.version, 4);
+  header.writeUInt32BE(count, 8);
+  const body = Buffer.concat([header, ...chunks]);
+  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+}
+
+/** The stat fields git keeps of a file, from an lstat with nanosecond times. */
+function entryStat(info: import('node:fs').BigIntStats): EntryStat {
+  const sec = (ns: bigint) => Number((ns / 1_000_000_000n) & 0xffffffffn);
+  const nsec = (ns: bigint) => Number(ns % 1_000_000_000n);
+  const low = (value: bigint) => Number(value & 0xffffffffn);
+  return {
+    ctimeSec: sec(info.ctimeNs),
+    ctimeNsec: nsec(info.ctimeNs),
+    mtimeSec: sec(info.mtimeNs),
+    mtimeNsec: nsec(info.mtimeNs),
+    dev: low(info.dev),
+    ino: low(info.ino),
+    uid: low(info.uid),
+    gid: low(info.gid),
+    size: low(info.size),
+  };
+}
+
+/** A changed path as the commit holds it: its mode and blob id, or gone. */
+export interface CommittedPath {
+  readonly path: string;
+  readonly entry: { readonly mode: string; readonly content: Uint8Array } | null;
+}
+
+/**
+ * Moves the index of the checkout at `dir` to the commit whose changed paths are `paths` (the
+ * entries written with the files' stat data as they are now); false, with the index untouched,
+ * when git must do it (parseIndex(), updatedIndex()), or when a file is no longer what the commit
+ * holds.
+ */
+export async function writeIndexUpdates(dir: string, paths: readonly CommittedPath[]): Promise<boolean> {
+  if (process.env.GIT_INDEX_FILE) return false;
+  const gitDir = await gitDirOf(dir);
+  const indexPath = join(gitDir, 'index');
+  const lockPath = `${indexPath}.lock`;
+  let lock: FileHandle;
+  try {
+    lock = await open(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch {
+    return false;
+  }
+  let renamed = false;
+  try {
+    const [file, indexInfo] = await Promise.all([readFile(indexPath), lstat(indexPath, { bigint: true })]);
+    const parsed = parseIndex(file);
+    if (!parsed) return false;
+    const updates: IndexUpdate[] = [];
+    for (const changed of paths) {
+      if (!changed.entry) {
+        updates.push({ path: changed.path, entry: null });
+        continue;
+      }
+      const info = await lstat(join(dir, changed.path), { bigint: true }).catch(() => null);
+      // The file must still be what was committed, size first (the agent has exited; a criterion
+      // has not started).
+      if (!info || Number(info.size) !== changed.entry.content.byteLength) return false;
+      const id = objectId('blob', Buffer.from(changed.entry.content)).id;
+      updates.push({
+        path: changed.path,
+        entry: { mode: Number.parseInt(changed.entry.mode, 8), id, stat: entryStat(info) },
+      });
+    }
+    const smudged = await racilyClean(
+      dir,
+      file,
+      parsed,
+      indexInfo.mtimeNs,
+      new Set(paths.map((p) => p.path)),
+    );
+    const next = updatedIndex(file, parsed, updates, smudged);
+    if (!next) return false;
+    await lock.writeFile(next);
+    await lock.close();
+    await rename(lockPath, indexPath);
+    renamed = true;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await lock.close().catch(() => undefined);
+    if (!renamed) await rm(lockPath, { force: true });
+  }
+}
+
+/**
+ * The entries git would write with size 0: those not being changed whose file was modified in the
+ * second the index was last written or later (so the stat data cannot tell), whose stat data still
+ * matches and whose content no longer does. git does the same on every index write, or a change
+ * made in the same second as the index would go unseen once the index is newer.
+ */
+async function racilyClean(
+  dir: string,
+  file: Buffer,
+  parsed: ParsedIndex,
+  indexMtimeNs: bigint,
+  changing: ReadonlySet<string>,
+): Promise<Set<number>> {
+  const indexSec = Number(indexMtimeNs / 1_000_000_000n);
+  const smudged = new Set<number>();
+  for (const entry of parsed.entries) {
+    if (file.readUInt32BE(entry.start + 8) < indexSec || entry.stage !== 0) continue;
+    const mode = file.readUInt32BE(entry.start + 24);
+    const kind = mode >>> 12;
+    // Regular files (0o10) and links (0o12); a submodule's entry is never racy.
+    if (kind !== 0o10 && kind !== 0o12) continue;
+    const path = entry.path.toString('utf8');
+    if (changing.has(path)) continue;
+    const full = join(dir, path);
+    const info = await lstat(full, { bigint: true }).catch(() => null);
+    if (!info) continue;
+    const now = entryStat(info);
+    const recorded = [8, 12, 36].map((offset) => file.readUInt32BE(entry.start + offset));
+    if (recorded[0] !== now.mtimeSec || recorded[1] !== now.mtimeNsec || recorded[2] !== now.size) continue;
+    const content = kind === 0o12 ? await readlink(full, { encoding: 'buffer' }) : await readFile(full);
+    const id = objectId('blob', content).id;
+    if (id !== file.subarray(entry.start + 40, entry.start + 60).toString('hex')) smudged.add(entry.start);
+  }
+  return smudged;
+}

@@ -1,0 +1,214 @@
+/**
+ * The checkout's index moved in-process (src/workspace/index-file.ts) against `git update-index
+ * --add --remove --replace` on copies of the same checkout: for seeded random changes (edits, new
+ * files in new folders, deletions, links, modes), the entries, the tree git writes from the index
+ * (a cache tree left valid where it should not be would give the old tree) and the status agree,
+ * and git finds every file clean by its stat data. Forms the writer leaves to git leave the index
+ * untouched.
+ */
+import { cp, lstat, mkdir, mkdtemp, readFile, readlink, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readGit, runGit } from '../../src/workspace/git.js';
+import { writeLooseObject } from '../../src/workspace/git-files.js';
+import { type CommittedPath, parseIndex, writeIndexUpdates } from '../../src/workspace/index-file.js';
+import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
+
+let root: string;
+let counter = 0;
+const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
+const NAMES = ['a', 'a-b', 'a.b', 'a0', 'b', 'zé', 'x y', 'dir', 'dir.txt'];
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-index-file-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
+
+function randomPath(random: Random): string {
+  return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
+}
+
+async function committedRepo(random: Random, files = 30): Promise<string> {
+  const dir = join(root, `repo-${++counter}`);
+  await mkdir(dir);
+  await runGit(['init', '--quiet', dir]);
+  for (let i = 0; i < files; i++) await putRandomFile(dir, randomPath(random), random, `base ${i}`);
+  await git(dir, 'add', '--all');
+  await git(dir, ...ID, 'commit', '--quiet', '--allow-empty', '-m', 'base');
+  return dir;
+}
+
+/** The paths `git status` lists as changed, untracked files one by one. */
+async function changedPaths(dir: string): Promise<string[]> {
+  const out = await git(dir, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames');
+  return out
+    .split('\0')
+    .filter(Boolean)
+    .map((line) => line.slice(3));
+}
+
+/**
+ * Each path as the checkout has it now, as commit.ts reads it for the attempt's commit (a folder
+ * where a file was is left out), its blob written as the commit writes it.
+ */
+async function committed(dir: string, paths: readonly string[]): Promise<CommittedPath[]> {
+  const out: CommittedPath[] = [];
+  for (const path of paths) {
+    const full = join(dir, path);
+    const info = await lstat(full).catch(() => null);
+    if (info?.isDirectory()) continue;
+    if (!info) {
+      out.push({ path, entry: null });
+      continue;
+    }
+    const entry = info.isSymbolicLink()
+      ? { mode: '120000' as const, content: await readlink(full, { encoding: 'buffer' }) }
+      : {
+          mode: info.mode & 0o100 ? ('100755' as const) : ('100644' as const),
+          content: await readFile(full),
+        };
+    await writeLooseObject(join(dir, '.git'), 'blob', entry.content);
+    out.push({ path, entry });
+  }
+  return out;
+}
+
+async function indexView(dir: string) {
+  return {
+    entries: await git(dir, 'ls-files', '--stage', '-z'),
+    tree: await git(dir, 'write-tree'),
+    status: await git(dir, 'status', '--porcelain=v1', '-z', '--untracked-files=all'),
+  };
+}
+
+describe('the index moved in-process', () => {
+  const SEEDS = Array.from({ length: 16 }, (_, i) => i + 1);
+  let applied = 0;
+
+  it.each(SEEDS)('holds what git update-index makes of the same changes (seed %i)', async (seed) => {
+    const random = createRandom(seed);
+    const dir = await committedRepo(random);
+    for (let i = 0; i < 10; i++) {
+      const path = randomPath(random);
+      if (random.chance(0.3))
+        await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
+      else await putRandomFile(dir, path, random, `change ${i}`);
+    }
+    const paths = (await changedPaths(dir)).sort();
+    const byGitDir = `${dir}-git`;
+    await cp(dir, byGitDir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+    // Every change staged, as update-index of the listed paths stages them (and where a link
+    // took a folder's place, which update-index refuses, as git add does).
+    await git(byGitDir, 'add', '--all');
+    const before = await readFile(join(dir, '.git', 'index'));
+    expect(parseIndex(before)).not.toBeNull();
+    const done = await writeIndexUpdates(dir, await committed(dir, paths));
+    if (!done) {
+      // Left to git: the index as it was.
+      expect(await readFile(join(dir, '.git', 'index'))).toEqual(before);
+      return;
+    }
+    applied += 1;
+    // Clean by stat data alone: git would have to rehash nothing the update wrote.
+    expect(await git(dir, 'diff-files', '--name-only')).toBe('');
+    expect(await indexView(dir)).toEqual(await indexView(byGitDir));
+  });
+
+  it('took every one of the random changes itself (files become folders and back included)', () => {
+    expect(applied).toBe(SEEDS.length);
+  });
+
+  it('writes a racily clean entry it does not change with size 0, as git would, so git sees the edit', async () => {
+    const random = createRandom(99);
+    const dir = await committedRepo(random, 0);
+    // core.trustctime off: only the times and size git records can tell a change, as on some systems.
+    await git(dir, 'config', 'core.trustctime', 'false');
+    await writeFile(join(dir, 'same.txt'), 'one\n');
+    await writeFile(join(dir, 'other.txt'), 'x\n');
+    // Modified "in the future": later than the index git writes next, so the entry is racy.
+    const future = Date.now() / 1000 + 3_600;
+    await utimes(join(dir, 'same.txt'), future, future);
+    await git(dir, 'add', 'same.txt');
+    // The same size, the same modification time: only the contents say it changed.
+    await writeFile(join(dir, 'same.txt'), 'two\n');
+    await utimes(join(dir, 'same.txt'), future, future);
+    expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
+    expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
+    // Had the entry kept its size, git would trust it against the newer index and miss the edit.
+    expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
+    expect(await git(dir, 'ls-files', '--stage', 'other.txt')).toMatch(/^100644 [0-9a-f]{40} 0\tother.txt$/);
+  });
+
+  it.each([
+    [
+      'an unmerged entry at a changed path',
+      async (dir: string) => {
+        const blob = await runGit(['hash-object', '-w', '--stdin'], { cwd: dir, input: 'x\n' });
+        const id = blob.stdout.trim();
+        await runGit(['update-index', '--index-info'], {
+          cwd: dir,
+          input: `100644 ${id} 1\tconflict.txt\n100644 ${id} 2\tconflict.txt\n`,
+        });
+        await writeFile(join(dir, 'conflict.txt'), 'x\n');
+        return ['conflict.txt'];
+      },
+    ],
+    [
+      'an index of version 4',
+      async (dir: string) => {
+        await git(dir, 'update-index', '--index-version', '4');
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt'];
+      },
+    ],
+    [
+      'a split index',
+      async (dir: string) => {
+        await git(dir, 'update-index', '--split-index');
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt'];
+      },
+    ],
+    [
+      'a lock another git holds',
+      async (dir: string) => {
+        await writeFile(join(dir, '.git', 'index.lock'), '');
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt'];
+      },
+    ],
+    [
+      'a skip-worktree entry at a changed path',
+      async (dir: string) => {
+        const [first = ''] = (await git(dir, 'ls-files')).split('\n');
+        await git(dir, 'update-index', '--skip-worktree', '--', first);
+        await writeFile(join(dir, first), 'changed\n');
+        return [first];
+      },
+    ],
+    [
+      'a file that changed since it was read',
+      async (dir: string) => {
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt', 'grown'];
+      },
+    ],
+  ])('leaves %s to git, the index untouched', async (_name, arrange) => {
+    const dir = await committedRepo(createRandom(7), 5);
+    const paths = await arrange(dir);
+    const entries = await committed(
+      dir,
+      paths.filter((path) => path !== 'grown'),
+    );
+    // 'grown': the file is written again, larger, after it was read for the commit.
+    if (paths.includes('grown')) await writeFile(join(dir, 'new.txt'), 'new and longer\n');
+    const before = await readFile(join(dir, '.git', 'index'));
+    expect(await writeIndexUpdates(dir, entries)).toBe(false);
+    expect(await readFile(join(dir, '.git', 'index'))).toEqual(before);
+  });
+});
