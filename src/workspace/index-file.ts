@@ -267,32 +267,44 @@ export function updatedIndex(
   }
   // Two new paths may go to the same place: in path order there.
   inserts.sort((a, b) => a.at - b.at || Buffer.compare(a.path, b.path));
+  // Untouched runs of entries are copied as one slice each: a handful of slices for the kernel
+  // tree's 78,000 entries, not one each.
   const chunks: Buffer[] = [];
-  let count = 0;
+  let count = entries.length;
+  let runStart = entries[0]?.start ?? 12;
   let next = 0;
-  const emitInserts = (before: number) => {
+  const flush = (upTo: number) => {
+    if (upTo > runStart) chunks.push(file.subarray(runStart, upTo));
+  };
+  const emitInserts = (before: number, at: number) => {
     while (next < inserts.length && (inserts[next] as (typeof inserts)[number]).at <= before) {
+      flush(at);
+      runStart = at;
       chunks.push((inserts[next] as (typeof inserts)[number]).bytes);
       count += 1;
       next += 1;
     }
   };
   for (const [i, entry] of entries.entries()) {
-    emitInserts(i);
+    emitInserts(i, entry.start);
     const replaced = replace.get(entry.start);
-    if (replaced === null) continue;
-    count += 1;
-    if (replaced) {
+    const smudge = smudged.has(entry.start);
+    if (replaced === undefined && !smudge) continue;
+    flush(entry.start);
+    runStart = entry.end;
+    if (replaced === null) {
+      count -= 1;
+    } else if (replaced) {
       chunks.push(replaced);
-    } else if (smudged.has(entry.start)) {
+    } else {
       const copy = Buffer.from(file.subarray(entry.start, entry.end));
       copy.writeUInt32BE(0, 36);
       chunks.push(copy);
-    } else {
-      chunks.push(file.subarray(entry.start, entry.end));
     }
   }
-  emitInserts(entries.length);
+  const entriesEnd = entries.at(-1)?.end ?? 12;
+  emitInserts(entries.length, entriesEnd);
+  flush(entriesEnd);
   if (parsed.tree) {
     for (const path of [...updates.map((update) => update.path), ...gone]) invalidate(parsed.tree, path);
     const tree: Buffer[] = [];
@@ -308,8 +320,9 @@ export function updatedIndex(
   header.writeUInt32BE(SIGNATURE, 0);
   header.writeUInt32BE(parsed.version, 4);
   header.writeUInt32BE(count, 8);
-  const body = Buffer.concat([header, ...chunks]);
-  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
+  const hash = createHash('sha1').update(header);
+  for (const chunk of chunks) hash.update(chunk);
+  return Buffer.concat([header, ...chunks, hash.digest()]);
 }
 
 /** The stat fields git keeps of a file, from an lstat with nanosecond times. */
