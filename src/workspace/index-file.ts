@@ -10,7 +10,7 @@
  * the caller runs `git update-index`.
  */
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
+import { type BigIntStats, constants } from 'node:fs';
 import { type FileHandle, lstat, open, readFile, readlink, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
@@ -35,19 +35,24 @@ export interface IndexUpdate {
   readonly entry: { readonly mode: number; readonly id: string; readonly stat: EntryStat } | null;
 }
 
-/** An entry of the index as read: where it is in the file and what the update needs of it. */
-interface EntrySpan {
-  readonly start: number;
-  readonly end: number;
-  readonly path: Buffer;
-  readonly stage: number;
-  /** Skip-worktree or intent-to-add (version 3's extended flags). */
-  readonly extended: boolean;
+/**
+ * The entries of the index as read, a column each (the kernel tree's index holds 78,000: no object
+ * per entry): where each starts and ends in the file, where its path is, its stage, and whether it
+ * carries version 3's extended flags (skip-worktree, intent-to-add).
+ */
+interface Entries {
+  readonly count: number;
+  readonly start: Uint32Array;
+  readonly end: Uint32Array;
+  readonly nameAt: Uint32Array;
+  readonly nameEnd: Uint32Array;
+  readonly stage: Uint8Array;
+  readonly extended: Uint8Array;
 }
 
 interface ParsedIndex {
   readonly version: number;
-  readonly entries: EntrySpan[];
+  readonly entries: Entries;
   /** Extensions kept as they are (the cache tree is rebuilt from `tree`). */
   readonly kept: Buffer[];
   readonly tree: CacheTree | null;
@@ -74,7 +79,15 @@ export function parseIndex(file: Buffer): ParsedIndex | null {
   const hash = createHash('sha1').update(body).digest();
   if (!hash.equals(file.subarray(file.byteLength - HASH_BYTES))) return null;
   const count = file.readUInt32BE(8);
-  const entries: EntrySpan[] = [];
+  const entries: Entries = {
+    count,
+    start: new Uint32Array(count),
+    end: new Uint32Array(count),
+    nameAt: new Uint32Array(count),
+    nameEnd: new Uint32Array(count),
+    stage: new Uint8Array(count),
+    extended: new Uint8Array(count),
+  };
   let at = 12;
   for (let i = 0; i < count; i++) {
     if (at + 62 > body.byteLength) return null;
@@ -82,20 +95,17 @@ export function parseIndex(file: Buffer): ParsedIndex | null {
     const extended = (flags & FLAG_EXTENDED) !== 0;
     if (extended && version < 3) return null;
     const nameAt = at + (extended ? 64 : 62);
-    const end = file.indexOf(0, nameAt);
-    if (end < 0 || end > body.byteLength) return null;
-    const nameLength = end - nameAt;
-    if ((flags & NAME_MASK) !== Math.min(nameLength, NAME_MASK)) return null;
-    const extendedFlags = extended ? file.readUInt16BE(at + 62) : 0;
+    const short = flags & NAME_MASK;
+    const end = short < NAME_MASK ? nameAt + short : file.indexOf(0, nameAt);
+    if (end < nameAt || end >= body.byteLength || file[end] !== 0) return null;
     // Padded with NULs to a multiple of 8 bytes from the entry's start.
-    const next = at + ((nameAt - at + nameLength + 8) & ~7);
-    entries.push({
-      start: at,
-      end: next,
-      path: file.subarray(nameAt, end),
-      stage: (flags >> 12) & 3,
-      extended: extendedFlags !== 0,
-    });
+    const next = at + ((nameAt - at + (end - nameAt) + 8) & ~7);
+    entries.start[i] = at;
+    entries.end[i] = next;
+    entries.nameAt[i] = nameAt;
+    entries.nameEnd[i] = end;
+    entries.stage[i] = (flags >> 12) & 3;
+    entries.extended[i] = extended && file.readUInt16BE(at + 62) !== 0 ? 1 : 0;
     at = next;
   }
   const kept: Buffer[] = [];
@@ -198,20 +208,33 @@ export function entryBytes(path: Buffer, mode: number, id: string, stat: EntrySt
   return entry;
 }
 
+/** Entry `i`'s path compared with `path`: below 0 when it sorts before. */
+function comparePath(file: Buffer, entries: Entries, i: number, path: Buffer): number {
+  return file.compare(path, 0, path.byteLength, entries.nameAt[i], entries.nameEnd[i]);
+}
+
+function pathIs(file: Buffer, entries: Entries, i: number, path: Buffer): boolean {
+  return i < entries.count && comparePath(file, entries, i, path) === 0;
+}
+
+function pathOf(file: Buffer, entries: Entries, i: number): string {
+  return file.toString('utf8', entries.nameAt[i], entries.nameEnd[i]);
+}
+
 /** Where `path` is, or would go, among the entries (sorted by path bytes, then stage). */
-function position(entries: readonly EntrySpan[], path: Buffer): number {
+function position(file: Buffer, entries: Entries, path: Buffer): number {
   let low = 0;
-  let high = entries.length;
+  let high = entries.count;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (Buffer.compare((entries[middle] as EntrySpan).path, path) < 0) low = middle + 1;
+    if (comparePath(file, entries, middle, path) < 0) low = middle + 1;
     else high = middle;
   }
   return low;
 }
 
 /**
- * The new index file: `updates` applied to `file`'s entries, entries in `smudged` (by start) written
+ * The new index file: `updates` applied to `file`'s entries, entries in `smudged` (by number) written
  * with size 0 (racily clean: git compares their contents next time), the cache tree invalidated
  * along every changed path. A file added where a folder of its path is an entry, or a folder
  * where it is, takes that entry's or those entries' place (`--replace`). Null when an update meets
@@ -224,44 +247,54 @@ export function updatedIndex(
   smudged: ReadonlySet<number>,
 ): Buffer | null {
   const { entries } = parsed;
+  /** By entry number: its new bytes, or null when it goes. */
   const replace = new Map<number, Buffer | null>();
   const inserts: { at: number; path: Buffer; bytes: Buffer }[] = [];
   /** Entries --replace takes away, for the cache tree. */
   const gone: string[] = [];
+  const plainAt = (i: number) => entries.stage[i] === 0 && entries.extended[i] === 0;
   for (const update of updates) {
     const path = Buffer.from(update.path);
-    const at = position(entries, path);
-    const found = entries[at];
-    const here = found?.path.equals(path) ? found : undefined;
-    if (here && (here.stage !== 0 || here.extended)) return null;
-    if (here && entries[at + 1]?.path.equals(path)) return null;
+    const at = position(file, entries, path);
+    const here = pathIs(file, entries, at, path);
+    if (here && (!plainAt(at) || pathIs(file, entries, at + 1, path))) return null;
     if (!update.entry) {
-      if (here) replace.set(here.start, null);
+      if (here) replace.set(at, null);
       continue;
     }
     const bytes = entryBytes(path, update.entry.mode, update.entry.id, update.entry.stat);
     if (here) {
-      replace.set(here.start, bytes);
+      replace.set(at, bytes);
       continue;
     }
     // --replace: a file where one of its folders is to be goes, and so do the entries below a
     // path that becomes a file.
     const below = Buffer.from(`${update.path}/`);
-    for (let i = at; i < entries.length; i++) {
-      const entry = entries[i] as EntrySpan;
-      if (!entry.path.subarray(0, below.byteLength).equals(below)) break;
-      if (entry.stage !== 0 || entry.extended) return null;
-      replace.set(entry.start, null);
-      gone.push(entry.path.toString('utf8'));
+    for (let i = at; i < entries.count; i++) {
+      const length = (entries.nameEnd[i] as number) - (entries.nameAt[i] as number);
+      if (length < below.byteLength) break;
+      if (
+        file.compare(
+          below,
+          0,
+          below.byteLength,
+          entries.nameAt[i],
+          (entries.nameAt[i] as number) + below.byteLength,
+        ) !== 0
+      )
+        break;
+      if (!plainAt(i)) return null;
+      replace.set(i, null);
+      gone.push(pathOf(file, entries, i));
     }
     const parts = update.path.split('/');
     for (let i = 1; i < parts.length; i++) {
       const folder = Buffer.from(parts.slice(0, i).join('/'));
-      const entry = entries[position(entries, folder)];
-      if (!entry?.path.equals(folder)) continue;
-      if (entry.stage !== 0 || entry.extended) return null;
-      replace.set(entry.start, null);
-      gone.push(entry.path.toString('utf8'));
+      const found = position(file, entries, folder);
+      if (!pathIs(file, entries, found, folder)) continue;
+      if (!plainAt(found)) return null;
+      replace.set(found, null);
+      gone.push(pathOf(file, entries, found));
     }
     inserts.push({ at, path, bytes });
   }
@@ -270,8 +303,8 @@ export function updatedIndex(
   // Untouched runs of entries are copied as one slice each: a handful of slices for the kernel
   // tree's 78,000 entries, not one each.
   const chunks: Buffer[] = [];
-  let count = entries.length;
-  let runStart = entries[0]?.start ?? 12;
+  let count = entries.count;
+  let runStart = entries.count > 0 ? (entries.start[0] as number) : 12;
   let next = 0;
   const flush = (upTo: number) => {
     if (upTo > runStart) chunks.push(file.subarray(runStart, upTo));
@@ -285,25 +318,30 @@ export function updatedIndex(
       next += 1;
     }
   };
-  for (const [i, entry] of entries.entries()) {
-    emitInserts(i, entry.start);
-    const replaced = replace.get(entry.start);
-    const smudge = smudged.has(entry.start);
-    if (replaced === undefined && !smudge) continue;
-    flush(entry.start);
-    runStart = entry.end;
+  // Only the entries something happens to: the insert points, the replaced, the smudged.
+  const touched = [...new Set([...inserts.map((insert) => insert.at), ...replace.keys(), ...smudged])].sort(
+    (a, b) => a - b,
+  );
+  for (const i of touched) {
+    if (i >= entries.count) continue;
+    const start = entries.start[i] as number;
+    emitInserts(i, start);
+    const replaced = replace.get(i);
+    if (replaced === undefined && !smudged.has(i)) continue;
+    flush(start);
+    runStart = entries.end[i] as number;
     if (replaced === null) {
       count -= 1;
     } else if (replaced) {
       chunks.push(replaced);
     } else {
-      const copy = Buffer.from(file.subarray(entry.start, entry.end));
+      const copy = Buffer.from(file.subarray(start, entries.end[i]));
       copy.writeUInt32BE(0, 36);
       chunks.push(copy);
     }
   }
-  const entriesEnd = entries.at(-1)?.end ?? 12;
-  emitInserts(entries.length, entriesEnd);
+  const entriesEnd = entries.count > 0 ? (entries.end[entries.count - 1] as number) : 12;
+  emitInserts(entries.count, entriesEnd);
   flush(entriesEnd);
   if (parsed.tree) {
     for (const path of [...updates.map((update) => update.path), ...gone]) invalidate(parsed.tree, path);
@@ -326,7 +364,7 @@ export function updatedIndex(
 }
 
 /** The stat fields git keeps of a file, from an lstat with nanosecond times. */
-function entryStat(info: import('node:fs').BigIntStats): EntryStat {
+function entryStat(info: BigIntStats): EntryStat {
   const sec = (ns: bigint) => Number((ns / 1_000_000_000n) & 0xffffffffn);
   const nsec = (ns: bigint) => Number(ns % 1_000_000_000n);
   const low = (value: bigint) => Number(value & 0xffffffffn);
@@ -343,6 +381,15 @@ function entryStat(info: import('node:fs').BigIntStats): EntryStat {
   };
 }
 
+/**
+ * Above this size the index is left to git: reading, checking and writing it whole costs the host
+ * more than git's process does (a 40,000-entry index of 3.2 MB: 42–57 ms in-process against 18–24
+ * ms for `git update-index`, process included; a small one under a millisecond against the
+ * process's 10–20 ms; docs/BENCHMARKS.md §20). About 12,000 entries, near where the host's own
+ * watches begin (AUTO_MIN_ENTRIES).
+ */
+export const IN_PROCESS_MAX_BYTES = 1024 * 1024;
+
 /** A changed path as the commit holds it: its mode and blob id, or gone. */
 export interface CommittedPath {
   readonly path: string;
@@ -352,13 +399,19 @@ export interface CommittedPath {
 /**
  * Moves the index of the checkout at `dir` to the commit whose changed paths are `paths` (the
  * entries written with the files' stat data as they are now); false, with the index untouched,
- * when git must do it (parseIndex(), updatedIndex()), or when a file is no longer what the commit
- * holds.
+ * when git must do it (parseIndex(), updatedIndex()), when a file is no longer what the commit
+ * holds, or when the index is larger than IN_PROCESS_MAX_BYTES.
  */
-export async function writeIndexUpdates(dir: string, paths: readonly CommittedPath[]): Promise<boolean> {
+export async function writeIndexUpdates(
+  dir: string,
+  paths: readonly CommittedPath[],
+  maxBytes = IN_PROCESS_MAX_BYTES,
+): Promise<boolean> {
   if (process.env.GIT_INDEX_FILE) return false;
   const gitDir = await gitDirOf(dir);
   const indexPath = join(gitDir, 'index');
+  const size = (await lstat(indexPath).catch(() => null))?.size;
+  if (size === undefined || size > maxBytes) return false;
   const lockPath = `${indexPath}.lock`;
   let lock: FileHandle;
   try {
@@ -368,7 +421,9 @@ export async function writeIndexUpdates(dir: string, paths: readonly CommittedPa
   }
   let renamed = false;
   try {
-    const [file, indexInfo] = await Promise.all([readFile(indexPath), lstat(indexPath, { bigint: true })]);
+    const read = await readWhole(indexPath);
+    if (!read) return false;
+    const { file, info: indexInfo } = read;
     const parsed = parseIndex(file);
     if (!parsed) return false;
     const updates: IndexUpdate[] = [];
@@ -424,23 +479,44 @@ async function racilyClean(
 ): Promise<Set<number>> {
   const indexSec = Number(indexMtimeNs / 1_000_000_000n);
   const smudged = new Set<number>();
-  for (const entry of parsed.entries) {
-    if (file.readUInt32BE(entry.start + 8) < indexSec || entry.stage !== 0) continue;
-    const mode = file.readUInt32BE(entry.start + 24);
-    const kind = mode >>> 12;
+  const { entries } = parsed;
+  for (let i = 0; i < entries.count; i++) {
+    const start = entries.start[i] as number;
+    if (file.readUInt32BE(start + 8) < indexSec || entries.stage[i] !== 0) continue;
+    const kind = file.readUInt32BE(start + 24) >>> 12;
     // Regular files (0o10) and links (0o12); a submodule's entry is never racy.
     if (kind !== 0o10 && kind !== 0o12) continue;
-    const path = entry.path.toString('utf8');
+    const path = pathOf(file, entries, i);
     if (changing.has(path)) continue;
     const full = join(dir, path);
     const info = await lstat(full, { bigint: true }).catch(() => null);
     if (!info) continue;
     const now = entryStat(info);
-    const recorded = [8, 12, 36].map((offset) => file.readUInt32BE(entry.start + offset));
+    const recorded = [8, 12, 36].map((offset) => file.readUInt32BE(start + offset));
     if (recorded[0] !== now.mtimeSec || recorded[1] !== now.mtimeNsec || recorded[2] !== now.size) continue;
     const content = kind === 0o12 ? await readlink(full, { encoding: 'buffer' }) : await readFile(full);
-    const id = objectId('blob', content).id;
-    if (id !== file.subarray(entry.start + 40, entry.start + 60).toString('hex')) smudged.add(entry.start);
+    if (objectId('blob', content).id !== file.toString('hex', start + 40, start + 60)) smudged.add(i);
   }
   return smudged;
+}
+
+/**
+ * A file's bytes in one read where it can be (readFile reads in 512 KiB steps: sixteen trips to the
+ * thread pool for the kernel tree's index), with its stat data; null when it changed size meanwhile.
+ */
+async function readWhole(path: string): Promise<{ file: Buffer; info: BigIntStats } | null> {
+  const handle = await open(path, constants.O_RDONLY);
+  try {
+    const info = await handle.stat({ bigint: true });
+    const file = Buffer.allocUnsafe(Number(info.size));
+    let at = 0;
+    while (at < file.byteLength) {
+      const { bytesRead } = await handle.read(file, at, file.byteLength - at, at);
+      if (bytesRead === 0) return null;
+      at += bytesRead;
+    }
+    return { file, info };
+  } finally {
+    await handle.close();
+  }
 }

@@ -198,17 +198,25 @@ describe('the index moved in-process', () => {
         return ['new.txt', 'grown'];
       },
     ],
+    [
+      'an index larger than the bound (git reads and writes a large one faster)',
+      async (dir: string) => {
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt', 'small bound'];
+      },
+    ],
   ])('leaves %s to git, the index untouched', async (_name, arrange) => {
     const dir = await committedRepo(createRandom(7), 5);
     const paths = await arrange(dir);
     const entries = await committed(
       dir,
-      paths.filter((path) => path !== 'grown'),
+      paths.filter((path) => path !== 'grown' && path !== 'small bound'),
     );
     // 'grown': the file is written again, larger, after it was read for the commit.
     if (paths.includes('grown')) await writeFile(join(dir, 'new.txt'), 'new and longer\n');
     const before = await readFile(join(dir, '.git', 'index'));
-    expect(await writeIndexUpdates(dir, entries)).toBe(false);
+    const bound = paths.includes('small bound') ? 100 : undefined;
+    expect(await writeIndexUpdates(dir, entries, bound)).toBe(false);
     expect(await readFile(join(dir, '.git', 'index'))).toEqual(before);
   });
 });
