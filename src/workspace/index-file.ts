@@ -382,11 +382,13 @@ function entryStat(info: BigIntStats): EntryStat {
 }
 
 /**
- * Above this size the index is left to git: reading, checking and writing it whole costs the host
- * more than git's process does (a 40,000-entry index of 3.2 MB: 42–57 ms in-process against 18–24
- * ms for `git update-index`, process included; a small one under a millisecond against the
- * process's 10–20 ms; docs/BENCHMARKS.md §20). About 12,000 entries, near where the host's own
- * watches begin (AUTO_MIN_ENTRIES).
+ * Above this size the index is left to git. In wall time the two are even at every size
+ * (`node bench/run.js index-update`: 0.07 MiB 8–10 ms in-process against 7.5 ms for `git
+ * update-index`, its process included, 3 MiB 19–24 against 24–28 ms, 6 MiB 45 against 51 ms),
+ * but the in-process update reads, hashes and writes the whole file on the host's main thread,
+ * 20–30 ms of it synchronous on the kernel tree's 8 MB, while git's runs beside it. Below the
+ * bound it saves a process (its fork from the host and 10–15 ms of CPU); about 12,000 entries,
+ * near where the host's own watches begin (AUTO_MIN_ENTRIES). docs/BENCHMARKS.md §20.
  */
 export const IN_PROCESS_MAX_BYTES = 1024 * 1024;
 
