@@ -13,7 +13,7 @@ import {
   runGit,
 } from './git.js';
 import { cachedWriteRules } from './git-files.js';
-import { writeIndexUpdates } from './index-file.js';
+import { type CommittedPath, type FileSeen, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -128,7 +128,8 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const [workCommit = '', commit = ''] = ids;
   // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
   const staged = [...work.paths, ...dispatch.paths];
-  if (staged.length > 0 && !(await indexInFiles(dir, [...work.entries, ...dispatch.entries]))) {
+  const seen = new Map([...work.seen, ...dispatch.seen]);
+  if (staged.length > 0 && !(await indexInFiles(dir, [...work.entries, ...dispatch.entries], seen))) {
     await runGit(['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
       cwd: dir,
       input: `${staged.join('\0')}\0`,
@@ -142,17 +143,27 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
 
 /**
  * The index moved to the commit in its file (index-file.ts), as `update-index` of the changed
- * paths would; false where git must (core.ignoreCase: git matches index paths ignoring case).
+ * paths would; false where git must (core.ignoreCase: git matches index paths ignoring case;
+ * core.fileMode or core.symlinks off: git keeps the index's modes where the commit's may differ).
  */
-async function indexInFiles(dir: string, entries: readonly ImportEntry[]): Promise<boolean> {
-  if ((await cachedWriteRules(await gitDirOf(dir))).ignoreCase) return false;
-  return writeIndexUpdates(
-    dir,
-    entries.map((entry) => ({
-      path: entry.path,
-      entry: 'deleted' in entry ? null : { mode: entry.mode, content: entry.content },
-    })),
-  );
+async function indexInFiles(
+  dir: string,
+  entries: readonly ImportEntry[],
+  seen: ReadonlyMap<string, FileSeen>,
+): Promise<boolean> {
+  const rules = await cachedWriteRules(await gitDirOf(dir));
+  if (rules.ignoreCase || !rules.modesTrusted) return false;
+  const paths: CommittedPath[] = [];
+  for (const entry of entries) {
+    if ('deleted' in entry) {
+      paths.push({ path: entry.path, entry: null });
+      continue;
+    }
+    const file = seen.get(entry.path);
+    if (!file) return false;
+    paths.push({ path: entry.path, entry: { mode: entry.mode, content: entry.content, seen: file } });
+  }
+  return writeIndexUpdates(dir, paths);
 }
 
 /**
@@ -206,21 +217,25 @@ interface ReadEntries {
   readonly entries: ImportEntry[];
   /** The same paths, for the index (directories, such as a nested repository, are left out). */
   readonly paths: string[];
+  /** Each file's lstat, taken before its content was read (the index records it). */
+  readonly seen: Map<string, FileSeen>;
 }
 
 /** Each path as it is now in the checkout: its content and mode, or a deletion. */
 async function readEntries(dir: string, paths: readonly string[]): Promise<ReadEntries> {
   const entries: ImportEntry[] = [];
   const kept: string[] = [];
+  const seen = new Map<string, FileSeen>();
   for (const path of [...paths].sort()) {
     const full = join(dir, path);
-    const info = await lstat(full).catch(() => null);
+    const info = await lstat(full, { bigint: true }).catch(() => null);
+    if (info) seen.set(path, info);
     if (!info) {
       entries.push({ path, deleted: true });
     } else if (info.isSymbolicLink()) {
       entries.push({ path, mode: '120000', content: await readlink(full, { encoding: 'buffer' }) });
     } else if (info.isFile()) {
-      const mode = info.mode & 0o100 ? '100755' : '100644';
+      const mode = info.mode & 0o100n ? '100755' : '100644';
       entries.push({ path, mode, content: await readFile(full) });
     } else {
       // A directory git lists as one entry (a nested repository): `git add -A` would not take it either.
@@ -228,7 +243,7 @@ async function readEntries(dir: string, paths: readonly string[]): Promise<ReadE
     }
     kept.push(path);
   }
-  return { entries, paths: kept };
+  return { entries, paths: kept, seen };
 }
 
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */

@@ -120,10 +120,15 @@ export interface RepoWriteRules {
    * branches and the like, in a repository with a work tree, `none` in a bare one).
    */
   readonly refLogs: 'none' | 'normal' | 'always';
+  /**
+   * Neither core.fileMode nor core.symlinks is off: git takes a file's mode from the file system,
+   * as an attempt's commit does (off, `update-index` keeps the mode the index had).
+   */
+  readonly modesTrusted: boolean;
 }
 
 const KEYS =
-  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase|core\.logallrefupdates|core\.bare)$/;
+  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase|core\.logallrefupdates|core\.bare|core\.filemode|core\.symlinks)$/;
 
 /** The rules from `git config --get-regexp` output (every scope: system, global, repository). */
 export function writeRules(
@@ -172,7 +177,9 @@ export function writeRules(
         : yes('core.logallrefupdates')
           ? 'normal'
           : 'none';
-  return { plain, ignoreCase: yes('core.ignorecase'), refLogs };
+  const off = (key: string) => ['false', 'no', 'off', '0'].includes(values.get(key) ?? '');
+  const modesTrusted = !off('core.filemode') && !off('core.symlinks');
+  return { plain, ignoreCase: yes('core.ignorecase'), refLogs, modesTrusted };
 }
 
 const rulesOf = new Map<string, Promise<RepoWriteRules>>();
@@ -186,7 +193,7 @@ export function cachedWriteRules(gitDir: string): Promise<RepoWriteRules> {
         // Exit 1 is "no such key", every rule at its default.
         result.exitCode <= 1
           ? writeRules(result.stdout, process.env)
-          : { plain: false, ignoreCase: true, refLogs: 'normal' as const },
+          : { plain: false, ignoreCase: true, refLogs: 'normal' as const, modesTrusted: false },
     );
     rulesOf.set(gitDir, rules);
     rules.catch(() => rulesOf.delete(gitDir));

@@ -61,6 +61,7 @@ interface ParsedIndex {
 const SIGNATURE = 0x44495243; // "DIRC"
 const HASH_BYTES = 20;
 const FLAG_EXTENDED = 0x4000;
+const FLAG_ASSUME_VALID = 0x8000;
 const NAME_MASK = 0xfff;
 
 /**
@@ -105,7 +106,9 @@ export function parseIndex(file: Buffer): ParsedIndex | null {
     entries.nameAt[i] = nameAt;
     entries.nameEnd[i] = end;
     entries.stage[i] = (flags >> 12) & 3;
-    entries.extended[i] = extended && file.readUInt16BE(at + 62) !== 0 ? 1 : 0;
+    // Assume-unchanged (git keeps such an entry as it is) counts with the extended flags.
+    const assumeValid = (flags & FLAG_ASSUME_VALID) !== 0;
+    entries.extended[i] = assumeValid || (extended && file.readUInt16BE(at + 62) !== 0) ? 1 : 0;
     at = next;
   }
   const kept: Buffer[] = [];
@@ -269,20 +272,15 @@ export function updatedIndex(
     }
     // --replace: a file where one of its folders is to be goes, and so do the entries below a
     // path that becomes a file.
-    const below = Buffer.from(`${update.path}/`);
+    // Entries below it sort after it, though not at once: `a-b` and `a.c` come between `a` and
+    // `a/x` (git's has_file_name walks the same way).
+    const slash = 0x2f;
     for (let i = at; i < entries.count; i++) {
-      const length = (entries.nameEnd[i] as number) - (entries.nameAt[i] as number);
-      if (length < below.byteLength) break;
-      if (
-        file.compare(
-          below,
-          0,
-          below.byteLength,
-          entries.nameAt[i],
-          (entries.nameAt[i] as number) + below.byteLength,
-        ) !== 0
-      )
-        break;
+      const nameAt = entries.nameAt[i] as number;
+      const length = (entries.nameEnd[i] as number) - nameAt;
+      if (length <= path.byteLength) break;
+      if (file.compare(path, 0, path.byteLength, nameAt, nameAt + path.byteLength) !== 0) break;
+      if (file[nameAt + path.byteLength] !== slash) continue;
       if (!plainAt(i)) return null;
       replace.set(i, null);
       gone.push(pathOf(file, entries, i));
@@ -392,10 +390,23 @@ function entryStat(info: BigIntStats): EntryStat {
  */
 export const IN_PROCESS_MAX_BYTES = 1024 * 1024;
 
-/** A changed path as the commit holds it: its mode and blob id, or gone. */
+/** A changed path as the commit holds it: its mode and content, or gone. */
 export interface CommittedPath {
   readonly path: string;
-  readonly entry: { readonly mode: string; readonly content: Uint8Array } | null;
+  readonly entry: {
+    readonly mode: string;
+    readonly content: Uint8Array;
+    /** The file's lstat taken before its content was read. */
+    readonly seen: FileSeen;
+  } | null;
+}
+
+/** What tells one state of a file from another (an lstat with nanosecond times). */
+export interface FileSeen {
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
 }
 
 /**
@@ -435,9 +446,17 @@ export async function writeIndexUpdates(
         continue;
       }
       const info = await lstat(join(dir, changed.path), { bigint: true }).catch(() => null);
-      // The file must still be what was committed, size first (the agent has exited; a criterion
-      // has not started).
-      if (!info || Number(info.size) !== changed.entry.content.byteLength) return false;
+      // The file must still be the one read for the commit: an edit since (the same size even)
+      // would otherwise be recorded clean with the committed blob's id.
+      const seen = changed.entry.seen;
+      const same =
+        info &&
+        info.ino === seen.ino &&
+        info.size === seen.size &&
+        info.mtimeNs === seen.mtimeNs &&
+        info.ctimeNs === seen.ctimeNs &&
+        Number(info.size) === changed.entry.content.byteLength;
+      if (!info || !same) return false;
       const id = objectId('blob', Buffer.from(changed.entry.content)).id;
       updates.push({
         path: changed.path,
@@ -468,8 +487,9 @@ export async function writeIndexUpdates(
 
 /**
  * The entries git would write with size 0: those not being changed whose file was modified in the
- * second the index was last written or later (so the stat data cannot tell), whose stat data still
- * matches and whose content no longer does. git does the same on every index write, or a change
+ * second the index was last written or later (so the stat data cannot tell), whose modification
+ * second and size still match and whose content no longer does (smudging one git would not costs
+ * only a later content check). git does the same on every index write, or a change
  * made in the same second as the index would go unseen once the index is newer.
  */
 async function racilyClean(
@@ -494,8 +514,8 @@ async function racilyClean(
     const info = await lstat(full, { bigint: true }).catch(() => null);
     if (!info) continue;
     const now = entryStat(info);
-    const recorded = [8, 12, 36].map((offset) => file.readUInt32BE(start + offset));
-    if (recorded[0] !== now.mtimeSec || recorded[1] !== now.mtimeNsec || recorded[2] !== now.size) continue;
+    // Seconds and size only: a git built without nanosecond times (Debian's) trusts those alone.
+    if (file.readUInt32BE(start + 8) !== now.mtimeSec || file.readUInt32BE(start + 36) !== now.size) continue;
     const content = kind === 0o12 ? await readlink(full, { encoding: 'buffer' }) : await readFile(full);
     if (objectId('blob', content).id !== file.toString('hex', start + 40, start + 60)) smudged.add(i);
   }

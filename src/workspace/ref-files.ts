@@ -8,7 +8,18 @@
  * before.
  */
 import { constants } from 'node:fs';
-import { appendFile, type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import {
+  appendFile,
+  type FileHandle,
+  link,
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  rename,
+  rm,
+  stat,
+} from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gitZone } from './git-files.js';
 
@@ -138,17 +149,24 @@ export async function writeRefFile(
   options: WriteRefOptions = {},
 ): Promise<RefWrite> {
   if (!plainRefName(ref) || !isObjectId(id) || (await exists(join(gitDir, 'reftable')))) return 'declined';
+  // git's update-ref also logs to HEAD's reflog when HEAD names the ref: git does that.
+  if ((await readFile(join(gitDir, 'HEAD'), 'utf8').catch(() => '')).trim() === `ref: ${ref}`)
+    return 'declined';
   const path = join(gitDir, ref);
   const lock = `${path}.lock`;
   let file: FileHandle;
+  let ours: bigint;
   try {
     await mkdir(dirname(path), { recursive: true });
-    const held = await stat(lock).catch(() => null);
-    if (held && Date.now() - held.mtimeMs > STALE_REF_LOCK_MS) await rm(lock, { force: true });
+    await removeStaleLock(lock);
     file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    ours = (await file.stat({ bigint: true })).ino;
   } catch {
     return 'declined';
   }
+  // The lock file at its name is still the one this writer made (a writer that took a lock for
+  // stale moved it aside, not this one, unless this one is a minute old).
+  const stillOurs = async () => (await lstat(lock, { bigint: true }).catch(() => null))?.ino === ours;
   let renamed = false;
   try {
     const now = await readRefFile(gitDir, ref);
@@ -162,6 +180,7 @@ export async function writeRefFile(
     if (logged === undefined) return 'declined';
     await file.writeFile(`${id}\n`);
     await file.close();
+    if (!(await stillOurs())) return 'declined';
     if (logged && options.log) {
       const old = now.kind === 'commit' ? now.commit : '0'.repeat(id.length);
       await appendFile(logPath, reflogLine(old, id, options.log, new Date()));
@@ -173,8 +192,29 @@ export async function writeRefFile(
     return 'declined';
   } finally {
     await file.close().catch(() => undefined);
-    if (!renamed) await rm(lock, { force: true });
+    if (!renamed && (await stillOurs())) await rm(lock, { force: true });
   }
+}
+
+/**
+ * Takes away a lock older than STALE_REF_LOCK_MS, the one that was looked at and no other: it is
+ * moved aside first, and put back when what was moved is not it (another writer took the stale one
+ * away and made its own meanwhile), so two writers that both found it stale never both go on.
+ */
+async function removeStaleLock(lock: string): Promise<void> {
+  const held = await lstat(lock, { bigint: true }).catch(() => null);
+  if (!held || Date.now() - Number(held.mtimeMs) <= STALE_REF_LOCK_MS) return;
+  const aside = `${lock}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  try {
+    await rename(lock, aside);
+  } catch {
+    return;
+  }
+  const moved = await lstat(aside, { bigint: true }).catch(() => null);
+  // link() never replaces: when a lock is back at its name meanwhile, the moved one is dropped only
+  // if it was the stale one.
+  if (moved?.ino !== held.ino) await link(aside, lock).catch(() => undefined);
+  await rm(aside, { force: true });
 }
 
 /**

@@ -33,6 +33,11 @@ function randomPath(random: Random): string {
   return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
 }
 
+async function putFile(dir: string, path: string, text: string): Promise<void> {
+  await mkdir(join(dir, path, '..'), { recursive: true });
+  await writeFile(join(dir, path), text);
+}
+
 async function committedRepo(random: Random, files = 30): Promise<string> {
   const dir = join(root, `repo-${++counter}`);
   await mkdir(dir);
@@ -60,17 +65,18 @@ async function committed(dir: string, paths: readonly string[]): Promise<Committ
   const out: CommittedPath[] = [];
   for (const path of paths) {
     const full = join(dir, path);
-    const info = await lstat(full).catch(() => null);
+    const info = await lstat(full, { bigint: true }).catch(() => null);
     if (info?.isDirectory()) continue;
     if (!info) {
       out.push({ path, entry: null });
       continue;
     }
     const entry = info.isSymbolicLink()
-      ? { mode: '120000' as const, content: await readlink(full, { encoding: 'buffer' }) }
+      ? { mode: '120000' as const, content: await readlink(full, { encoding: 'buffer' }), seen: info }
       : {
-          mode: info.mode & 0o100 ? ('100755' as const) : ('100644' as const),
+          mode: info.mode & 0o100n ? ('100755' as const) : ('100644' as const),
           content: await readFile(full),
+          seen: info,
         };
     await writeLooseObject(join(dir, '.git'), 'blob', entry.content);
     out.push({ path, entry });
@@ -131,17 +137,34 @@ describe('the index moved in-process', () => {
     await writeFile(join(dir, 'same.txt'), 'one\n');
     await writeFile(join(dir, 'other.txt'), 'x\n');
     // Modified "in the future": later than the index git writes next, so the entry is racy.
-    const future = Date.now() / 1000 + 3_600;
-    await utimes(join(dir, 'same.txt'), future, future);
+    const second = Math.floor(Date.now() / 1000) + 3_600;
+    await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
     await git(dir, 'add', 'same.txt');
-    // The same size, the same modification time: only the contents say it changed.
+    // The same size, the same second (another nanosecond, which a git built without nanosecond
+    // times does not compare): only the contents say it changed.
     await writeFile(join(dir, 'same.txt'), 'two\n');
-    await utimes(join(dir, 'same.txt'), future, future);
+    await utimes(join(dir, 'same.txt'), second + 0.7, second + 0.7);
     expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
     expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
     // Had the entry kept its size, git would trust it against the newer index and miss the edit.
     expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
     expect(await git(dir, 'ls-files', '--stage', 'other.txt')).toMatch(/^100644 [0-9a-f]{40} 0\tother.txt$/);
+  });
+
+  it('takes away the entries below a path that becomes a file, past names that sort between them', async () => {
+    const dir = await committedRepo(createRandom(5), 0);
+    for (const path of ['a-b', 'a.c', 'a/x', 'a/y/z']) await putFile(dir, path, `${path}\n`);
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'folder a');
+    await rm(join(dir, 'a'), { recursive: true });
+    await writeFile(join(dir, 'a'), 'now a file\n');
+    const byGitDir = `${dir}-git`;
+    await cp(dir, byGitDir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+    await runGit(['update-index', '--add', '--remove', '--replace', '--', 'a'], { cwd: byGitDir });
+    // Only `a` is named: --replace itself takes `a/x` and `a/y/z` away.
+    expect(await writeIndexUpdates(dir, await committed(dir, ['a']))).toBe(true);
+    expect(await git(dir, 'ls-files')).toBe('a\na-b\na.c');
+    expect(await indexView(dir)).toEqual(await indexView(byGitDir));
   });
 
   it.each([
@@ -192,6 +215,22 @@ describe('the index moved in-process', () => {
       },
     ],
     [
+      'an assume-unchanged entry at a changed path',
+      async (dir: string) => {
+        const [first = ''] = (await git(dir, 'ls-files')).split('\n');
+        await git(dir, 'update-index', '--assume-unchanged', '--', first);
+        await writeFile(join(dir, first), 'changed\n');
+        return [first];
+      },
+    ],
+    [
+      'a file rewritten, the same size, since it was read',
+      async (dir: string) => {
+        await writeFile(join(dir, 'new.txt'), 'new\n');
+        return ['new.txt', 'rewritten'];
+      },
+    ],
+    [
       'a file that changed since it was read',
       async (dir: string) => {
         await writeFile(join(dir, 'new.txt'), 'new\n');
@@ -210,8 +249,9 @@ describe('the index moved in-process', () => {
     const paths = await arrange(dir);
     const entries = await committed(
       dir,
-      paths.filter((path) => path !== 'grown' && path !== 'small bound'),
+      paths.filter((path) => !['grown', 'small bound', 'rewritten'].includes(path)),
     );
+    if (paths.includes('rewritten')) await writeFile(join(dir, 'new.txt'), 'old\n');
     // 'grown': the file is written again, larger, after it was read for the commit.
     if (paths.includes('grown')) await writeFile(join(dir, 'new.txt'), 'new and longer\n');
     const before = await readFile(join(dir, '.git', 'index'));

@@ -194,6 +194,32 @@ describe('writeRefFile, against git', () => {
     );
   });
 
+  it('leaves a branch HEAD names to git, which logs the write to HEAD too', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    await git(dir, 'symbolic-ref', 'HEAD', 'refs/heads/flotilla/m');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first, log: LOG })).toBe(
+      'declined',
+    );
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(first);
+  });
+
+  it('takes away only the stale lock it looked at, never a lock made since', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    const lock = join(gitDir, 'refs/heads/flotilla/m.lock');
+    await writeFile(lock, 'stale');
+    const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
+    await utimes(lock, old, old);
+    // Two writers find the same stale lock at once: one of them writes, the other declines or
+    // finds the ref moved; the ref ends at one of the two values, written whole.
+    const [a, b] = await Promise.all([
+      writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first }),
+      writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first }),
+    ]);
+    expect([a, b].filter((answer) => answer === 'written')).toHaveLength(1);
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
+    expect(await readdir(join(gitDir, 'refs/heads/flotilla'))).toEqual(['m']);
+  });
+
   it.each([
     ['a symbolic ref', 'refs/heads/sym'],
     ['a name with a folder of refs in its place', 'refs/heads/flotilla'],
