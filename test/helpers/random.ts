@@ -18,6 +18,17 @@ export function createRandom(seed: number) {
 export type Random = ReturnType<typeof createRandom>;
 
 /**
+ * Names that sort around `/` and each other as git sorts them (`a-b`, `a.b` and `a0` beside `a/`),
+ * with a space and a non-ASCII letter: the held-to-git tests' paths are made of them.
+ */
+export const TRICKY_NAMES = ['a', 'a-b', 'a.b', 'a0', 'b', 'zé', 'x y', 'dir', 'dir.txt'] as const;
+
+/** A path of one to three of `names`. */
+export function randomPath(random: Random, names: readonly string[] = TRICKY_NAMES): string {
+  return Array.from({ length: random.int(3) + 1 }, () => random.pick(names)).join('/');
+}
+
+/**
  * Writes `path` below `dir` as a file (now and then an executable) or a link, chosen by `random`,
  * making way for it: a file standing where a folder of its path should be goes, and so does
  * whatever is at `path` itself.

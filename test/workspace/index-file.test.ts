@@ -13,12 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { writeLooseObject } from '../../src/workspace/git-files.js';
 import { type CommittedPath, parseIndex, writeIndexUpdates } from '../../src/workspace/index-file.js';
-import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
+import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
 const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
-const NAMES = ['a', 'a-b', 'a.b', 'a0', 'b', 'zé', 'x y', 'dir', 'dir.txt'];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-index-file-'));
@@ -28,10 +27,6 @@ afterAll(async () => {
 });
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
-
-function randomPath(random: Random): string {
-  return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
-}
 
 async function putFile(dir: string, path: string, text: string): Promise<void> {
   await mkdir(join(dir, path, '..'), { recursive: true });

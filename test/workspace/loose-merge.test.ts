@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseMerge } from '../../src/workspace/loose-merge.js';
-import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
+import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
@@ -28,9 +28,6 @@ afterAll(async () => {
 });
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
-
-const randomPath = (random: Random, names: readonly string[]) =>
-  Array.from({ length: random.int(3) + 1 }, () => random.pick(names)).join('/');
 
 /** Random changes in the checkout, with `names` for the paths; a folder renamed now and then. */
 async function change(dir: string, random: Random, names: readonly string[], tag: string): Promise<void> {

@@ -14,12 +14,11 @@ import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseKinds, looseLsTree, looseReader, treeChanges } from '../../src/workspace/loose-trees.js';
 import { parseLsTree } from '../../src/workspace/monitored-paths.js';
 import { literalPathspec } from '../../src/workspace/snapshot-changes.js';
-import { createRandom, putRandomFile, type Random } from '../helpers/random.js';
+import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
 const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
-const NAMES = ['a', 'a-b', 'a.b', 'a0', 'b', 'zé', 'x y', 'dir', 'dir.txt'];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-loose-trees-'));
@@ -29,10 +28,6 @@ afterAll(async () => {
 });
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
-
-function randomPath(random: Random): string {
-  return Array.from({ length: random.int(3) + 1 }, () => random.pick(NAMES)).join('/');
-}
 
 /** A repository with two commits of random trees, the second a random change of the first. */
 async function twoCommits(seed: number) {
