@@ -6,7 +6,7 @@
  * left to git (IN_PROCESS_MAX_BYTES).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeLooseObject } from '../dist/workspace/git-files.js';
@@ -56,9 +56,10 @@ export async function run(options = {}) {
         const entries = [];
         for (const path of paths) {
           await writeFile(join(dir, path), `round ${round}\n`);
+          const seen = await lstat(join(dir, path), { bigint: true });
           const content = await readFile(join(dir, path));
           await writeLooseObject(join(dir, '.git'), 'blob', content);
-          entries.push({ path, entry: { mode: '100644', content } });
+          entries.push({ path, entry: { mode: '100644', content, seen } });
         }
         const began = performance.now();
         if (round % 2 === 0) {

@@ -2,7 +2,7 @@ import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { attachedBranch, gitDirOf, writeDetachedHead } from './checkout-head.js';
+import { attachedBranch, writeDetachedHead } from './checkout-head.js';
 import { type ImportCommit, type ImportEntry, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
@@ -12,8 +12,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
-import { cachedWriteRules } from './git-files.js';
-import { type CommittedPath, type FileSeen, writeIndexUpdates } from './index-file.js';
+import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -127,9 +126,9 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   ids ??= await fastImport(dir, streamFor('HEAD'));
   const [workCommit = '', commit = ''] = ids;
   // The index follows HEAD, so the checkout is clean at the published commit (verify may continue here).
-  const staged = [...work.paths, ...dispatch.paths];
-  const seen = new Map([...work.seen, ...dispatch.seen]);
-  if (staged.length > 0 && !(await indexInFiles(dir, [...work.entries, ...dispatch.entries], seen))) {
+  const index = [...work.index, ...dispatch.index];
+  if (index.length > 0 && !(await writeIndexUpdates(dir, index))) {
+    const staged = index.map((changed) => changed.path);
     await runGit(['update-index', '--add', '--remove', '--replace', '-z', '--stdin'], {
       cwd: dir,
       input: `${staged.join('\0')}\0`,
@@ -139,31 +138,6 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
   if (!published) await pushRef({ dir, ref: options.ref, commit });
   return { commit, workCommit, changed, ref: options.ref };
-}
-
-/**
- * The index moved to the commit in its file (index-file.ts), as `update-index` of the changed
- * paths would; false where git must (core.ignoreCase: git matches index paths ignoring case;
- * core.fileMode or core.symlinks off: git keeps the index's modes where the commit's may differ).
- */
-async function indexInFiles(
-  dir: string,
-  entries: readonly ImportEntry[],
-  seen: ReadonlyMap<string, FileSeen>,
-): Promise<boolean> {
-  const rules = await cachedWriteRules(await gitDirOf(dir));
-  if (rules.ignoreCase || !rules.modesTrusted) return false;
-  const paths: CommittedPath[] = [];
-  for (const entry of entries) {
-    if ('deleted' in entry) {
-      paths.push({ path: entry.path, entry: null });
-      continue;
-    }
-    const file = seen.get(entry.path);
-    if (!file) return false;
-    paths.push({ path: entry.path, entry: { mode: entry.mode, content: entry.content, seen: file } });
-  }
-  return writeIndexUpdates(dir, paths);
 }
 
 /**
@@ -215,35 +189,38 @@ function fullRef(ref: string): string {
 
 interface ReadEntries {
   readonly entries: ImportEntry[];
-  /** The same paths, for the index (directories, such as a nested repository, are left out). */
-  readonly paths: string[];
-  /** Each file's lstat, taken before its content was read (the index records it). */
-  readonly seen: Map<string, FileSeen>;
+  /**
+   * The same paths for the index (directories, such as a nested repository, are left out of both),
+   * each file with its lstat taken before its content was read.
+   */
+  readonly index: CommittedPath[];
 }
 
 /** Each path as it is now in the checkout: its content and mode, or a deletion. */
 async function readEntries(dir: string, paths: readonly string[]): Promise<ReadEntries> {
   const entries: ImportEntry[] = [];
-  const kept: string[] = [];
-  const seen = new Map<string, FileSeen>();
+  const index: CommittedPath[] = [];
   for (const path of [...paths].sort()) {
     const full = join(dir, path);
-    const info = await lstat(full, { bigint: true }).catch(() => null);
-    if (info) seen.set(path, info);
-    if (!info) {
-      entries.push({ path, deleted: true });
-    } else if (info.isSymbolicLink()) {
-      entries.push({ path, mode: '120000', content: await readlink(full, { encoding: 'buffer' }) });
-    } else if (info.isFile()) {
-      const mode = info.mode & 0o100n ? '100755' : '100644';
-      entries.push({ path, mode, content: await readFile(full) });
+    const seen = await lstat(full, { bigint: true }).catch(() => null);
+    let entry: ImportEntry;
+    if (!seen) {
+      entry = { path, deleted: true };
+    } else if (seen.isSymbolicLink()) {
+      entry = { path, mode: '120000', content: await readlink(full, { encoding: 'buffer' }) };
+    } else if (seen.isFile()) {
+      entry = { path, mode: seen.mode & 0o100n ? '100755' : '100644', content: await readFile(full) };
     } else {
       // A directory git lists as one entry (a nested repository): `git add -A` would not take it either.
       continue;
     }
-    kept.push(path);
+    entries.push(entry);
+    index.push({
+      path,
+      entry: 'deleted' in entry || !seen ? null : { mode: entry.mode, content: entry.content, seen },
+    });
   }
-  return { entries, paths: kept, seen };
+  return { entries, index };
 }
 
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */

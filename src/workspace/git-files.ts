@@ -99,7 +99,8 @@ export async function readLooseObject(
   return null;
 }
 
-async function exists(path: string): Promise<boolean> {
+/** True when something is at `path`. */
+export async function exists(path: string): Promise<boolean> {
   return stat(path).then(
     () => true,
     () => false,
@@ -166,17 +167,10 @@ export function writeRules(
     !yes('core.fsyncobjectfiles') &&
     !env.GIT_AUTHOR_DATE &&
     !env.GIT_COMMITTER_DATE;
+  // Unset, git logs branches and the like in a repository with a work tree, nothing in a bare one.
   const logs = values.get('core.logallrefupdates');
-  const refLogs =
-    logs === 'always'
-      ? 'always'
-      : logs === undefined
-        ? yes('core.bare')
-          ? 'none'
-          : 'normal'
-        : yes('core.logallrefupdates')
-          ? 'normal'
-          : 'none';
+  const logsBranches = logs === undefined ? !yes('core.bare') : yes('core.logallrefupdates');
+  const refLogs = logs === 'always' ? 'always' : logsBranches ? 'normal' : 'none';
   const off = (key: string) => ['false', 'no', 'off', '0'].includes(values.get(key) ?? '');
   const modesTrusted = !off('core.filemode') && !off('core.symlinks');
   return { plain, ignoreCase: yes('core.ignorecase'), refLogs, modesTrusted };

@@ -6,15 +6,16 @@
  * the commit holds, the cache tree invalidated along them as git does, and the file written whole
  * into `index.lock` and renamed into place, git's protocol, so a git that reads or writes the index
  * at the same time sees the old file or the new one. Whenever the index is anything else (version
- * 4, a split or sparse index, an unmerged or skip-worktree entry at a changed path, a lock held)
- * the caller runs `git update-index`.
+ * 4, a split or sparse index, an unmerged, assume-unchanged or skip-worktree entry at a changed
+ * path, a lock held, more than IN_PROCESS_MAX_BYTES) or the repository matches or keeps modes
+ * otherwise (core.ignoreCase, core.fileMode or core.symlinks off), the caller runs `git update-index`.
  */
 import { createHash } from 'node:crypto';
 import { type BigIntStats, constants } from 'node:fs';
 import { type FileHandle, lstat, open, readFile, readlink, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
-import { objectId } from './git-files.js';
+import { cachedWriteRules, objectId } from './git-files.js';
 
 /** What git records of a file in its index entry, each a 32-bit field (larger values cut, as git does). */
 export interface EntryStat {
@@ -412,8 +413,7 @@ export interface FileSeen {
 /**
  * Moves the index of the checkout at `dir` to the commit whose changed paths are `paths` (the
  * entries written with the files' stat data as they are now); false, with the index untouched,
- * when git must do it (parseIndex(), updatedIndex()), when a file is no longer what the commit
- * holds, or when the index is larger than IN_PROCESS_MAX_BYTES.
+ * when git must do it (the module's list), or when a file is no longer the one read for the commit.
  */
 export async function writeIndexUpdates(
   dir: string,
@@ -422,6 +422,10 @@ export async function writeIndexUpdates(
 ): Promise<boolean> {
   if (process.env.GIT_INDEX_FILE) return false;
   const gitDir = await gitDirOf(dir);
+  // core.ignoreCase: git matches index paths ignoring case; core.fileMode or core.symlinks off:
+  // git keeps the modes the index had, where the commit's may differ.
+  const rules = await cachedWriteRules(gitDir);
+  if (rules.ignoreCase || !rules.modesTrusted) return false;
   const indexPath = join(gitDir, 'index');
   const size = (await lstat(indexPath).catch(() => null))?.size;
   if (size === undefined || size > maxBytes) return false;
@@ -457,7 +461,8 @@ export async function writeIndexUpdates(
         info.ctimeNs === seen.ctimeNs &&
         Number(info.size) === changed.entry.content.byteLength;
       if (!info || !same) return false;
-      const id = objectId('blob', Buffer.from(changed.entry.content)).id;
+      const { content } = changed.entry;
+      const id = objectId('blob', Buffer.from(content.buffer, content.byteOffset, content.byteLength)).id;
       updates.push({
         path: changed.path,
         entry: { mode: Number.parseInt(changed.entry.mode, 8), id, stat: entryStat(info) },

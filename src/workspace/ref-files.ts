@@ -21,7 +21,7 @@ import {
   stat,
 } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { gitZone } from './git-files.js';
+import { exists, gitZone, type RepoWriteRules } from './git-files.js';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
@@ -76,6 +76,11 @@ export async function readRefFile(gitDir: string, ref: string): Promise<RefFileV
   if (!plainRefName(ref)) return UNKNOWN;
   // A reftable repository keeps refs in a format of its own (git ≥ 2.45): git reads those.
   if (await exists(join(gitDir, 'reftable'))) return UNKNOWN;
+  return readRefValue(gitDir, ref);
+}
+
+/** readRefFile() once the name and the repository's format are known to be plain. */
+async function readRefValue(gitDir: string, ref: string): Promise<RefFileValue> {
   const loose = await readLoose(join(gitDir, ref));
   if (loose === undefined) return UNKNOWN;
   if (loose !== null) return looseRefValue(loose);
@@ -119,8 +124,8 @@ export interface RefLogEntry {
   /** `Name <email>`, the committer git would name. */
   readonly committer: string;
   readonly message: string;
-  /** When git writes a ref's reflog (git-files.ts RepoWriteRules.refLogs). */
-  readonly mode: 'none' | 'normal' | 'always';
+  /** When git writes a ref's reflog. */
+  readonly mode: RepoWriteRules['refLogs'];
 }
 
 export interface WriteRefOptions {
@@ -169,7 +174,7 @@ export async function writeRefFile(
   const stillOurs = async () => (await lstat(lock, { bigint: true }).catch(() => null))?.ino === ours;
   let renamed = false;
   try {
-    const now = await readRefFile(gitDir, ref);
+    const now = await readRefValue(gitDir, ref);
     if (now.kind === 'unknown') return 'declined';
     if (options.expected !== undefined) {
       const current = now.kind === 'commit' ? now.commit : null;
@@ -240,11 +245,4 @@ export function reflogLine(old: string, id: string, log: RefLogEntry, when: Date
   const message = log.message.replace(/\s+/g, ' ').trim();
   const seconds = Math.floor(when.getTime() / 1000);
   return `${old} ${id} ${log.committer} ${seconds} ${zone}${message ? `\t${message}` : ''}\n`;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }

@@ -120,6 +120,25 @@ describe('what a repository asks of a write', () => {
     expect(writeRules('', {}).ignoreCase).toBe(false);
   });
 
+  it.each([
+    ['a repository with a work tree, unset', '', 'normal'],
+    ['a bare repository, unset', 'core.bare true', 'none'],
+    ['a bare repository that asks for them', 'core.bare true\ncore.logallrefupdates true', 'normal'],
+    ['turned off', 'core.logallrefupdates false', 'none'],
+    ['every ref', 'core.logallrefupdates always', 'always'],
+  ])('keeps reflogs as git would: %s', (_name, config, refLogs) => {
+    expect(writeRules(config, {}).refLogs).toBe(refLogs);
+  });
+
+  it.each([
+    ['both unset', '', true],
+    ['core.fileMode off', 'core.filemode false', false],
+    ['core.symlinks off', 'core.symlinks false', false],
+    ['core.fileMode on', 'core.filemode true', true],
+  ])('takes modes from the file system unless told not to: %s', (_name, config, trusted) => {
+    expect(writeRules(config, {}).modesTrusted).toBe(trusted);
+  });
+
   it('reads every scope with one git config, and sees a repository that signs its commits', async () => {
     const { dir, gitDir } = await repo();
     await git(dir, ['config', 'commit.gpgSign', 'true']);

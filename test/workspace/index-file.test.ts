@@ -87,6 +87,82 @@ async function indexView(dir: string) {
   };
 }
 
+/** A new file, `new.txt`: the changed path of most declined cases. */
+async function newFile(dir: string): Promise<string[]> {
+  await writeFile(join(dir, 'new.txt'), 'new\n');
+  return ['new.txt'];
+}
+
+/** The first tracked file, flagged with `flag` and changed. */
+async function flaggedFile(dir: string, flag: string): Promise<string[]> {
+  const [first = ''] = (await git(dir, 'ls-files')).split('\n');
+  await git(dir, 'update-index', flag, '--', first);
+  await writeFile(join(dir, first), 'changed\n');
+  return [first];
+}
+
+/** A case the in-process update leaves to git: the checkout made so, the paths read for the commit. */
+interface Declined {
+  readonly arrange: (dir: string) => Promise<string[]>;
+  /** Runs after the paths were read for the commit, before the index update. */
+  readonly afterRead?: (dir: string) => Promise<void>;
+  /** The index size bound given to the update. */
+  readonly bound?: number;
+}
+
+const DECLINED: Record<string, Declined> = {
+  'an unmerged entry at a changed path': {
+    arrange: async (dir) => {
+      const blob = await runGit(['hash-object', '-w', '--stdin'], { cwd: dir, input: 'x\n' });
+      const id = blob.stdout.trim();
+      await runGit(['update-index', '--index-info'], {
+        cwd: dir,
+        input: `100644 ${id} 1\tconflict.txt\n100644 ${id} 2\tconflict.txt\n`,
+      });
+      await writeFile(join(dir, 'conflict.txt'), 'x\n');
+      return ['conflict.txt'];
+    },
+  },
+  'an index of version 4': {
+    arrange: async (dir) => {
+      await git(dir, 'update-index', '--index-version', '4');
+      return newFile(dir);
+    },
+  },
+  'a split index': {
+    arrange: async (dir) => {
+      await git(dir, 'update-index', '--split-index');
+      return newFile(dir);
+    },
+  },
+  'a lock another git holds': {
+    arrange: async (dir) => {
+      await writeFile(join(dir, '.git', 'index.lock'), '');
+      return newFile(dir);
+    },
+  },
+  'a skip-worktree entry at a changed path': { arrange: (dir) => flaggedFile(dir, '--skip-worktree') },
+  'an assume-unchanged entry at a changed path': { arrange: (dir) => flaggedFile(dir, '--assume-unchanged') },
+  'a repository with core.fileMode off (git keeps the index’s modes)': {
+    arrange: async (dir) => {
+      await git(dir, 'config', 'core.fileMode', 'false');
+      return newFile(dir);
+    },
+  },
+  'a file rewritten, the same size, since it was read': {
+    arrange: newFile,
+    afterRead: (dir) => writeFile(join(dir, 'new.txt'), 'old\n'),
+  },
+  'a file that changed since it was read': {
+    arrange: newFile,
+    afterRead: (dir) => writeFile(join(dir, 'new.txt'), 'new and longer\n'),
+  },
+  'an index larger than the bound (git reads and writes a large one faster)': {
+    arrange: newFile,
+    bound: 100,
+  },
+};
+
 describe('the index moved in-process', () => {
   const SEEDS = Array.from({ length: 16 }, (_, i) => i + 1);
   let applied = 0;
@@ -162,96 +238,12 @@ describe('the index moved in-process', () => {
     expect(await indexView(dir)).toEqual(await indexView(byGitDir));
   });
 
-  it.each([
-    [
-      'an unmerged entry at a changed path',
-      async (dir: string) => {
-        const blob = await runGit(['hash-object', '-w', '--stdin'], { cwd: dir, input: 'x\n' });
-        const id = blob.stdout.trim();
-        await runGit(['update-index', '--index-info'], {
-          cwd: dir,
-          input: `100644 ${id} 1\tconflict.txt\n100644 ${id} 2\tconflict.txt\n`,
-        });
-        await writeFile(join(dir, 'conflict.txt'), 'x\n');
-        return ['conflict.txt'];
-      },
-    ],
-    [
-      'an index of version 4',
-      async (dir: string) => {
-        await git(dir, 'update-index', '--index-version', '4');
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt'];
-      },
-    ],
-    [
-      'a split index',
-      async (dir: string) => {
-        await git(dir, 'update-index', '--split-index');
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt'];
-      },
-    ],
-    [
-      'a lock another git holds',
-      async (dir: string) => {
-        await writeFile(join(dir, '.git', 'index.lock'), '');
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt'];
-      },
-    ],
-    [
-      'a skip-worktree entry at a changed path',
-      async (dir: string) => {
-        const [first = ''] = (await git(dir, 'ls-files')).split('\n');
-        await git(dir, 'update-index', '--skip-worktree', '--', first);
-        await writeFile(join(dir, first), 'changed\n');
-        return [first];
-      },
-    ],
-    [
-      'an assume-unchanged entry at a changed path',
-      async (dir: string) => {
-        const [first = ''] = (await git(dir, 'ls-files')).split('\n');
-        await git(dir, 'update-index', '--assume-unchanged', '--', first);
-        await writeFile(join(dir, first), 'changed\n');
-        return [first];
-      },
-    ],
-    [
-      'a file rewritten, the same size, since it was read',
-      async (dir: string) => {
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt', 'rewritten'];
-      },
-    ],
-    [
-      'a file that changed since it was read',
-      async (dir: string) => {
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt', 'grown'];
-      },
-    ],
-    [
-      'an index larger than the bound (git reads and writes a large one faster)',
-      async (dir: string) => {
-        await writeFile(join(dir, 'new.txt'), 'new\n');
-        return ['new.txt', 'small bound'];
-      },
-    ],
-  ])('leaves %s to git, the index untouched', async (_name, arrange) => {
+  it.each(Object.entries(DECLINED))('leaves %s to git, the index untouched', async (_name, declined) => {
     const dir = await committedRepo(createRandom(7), 5);
-    const paths = await arrange(dir);
-    const entries = await committed(
-      dir,
-      paths.filter((path) => !['grown', 'small bound', 'rewritten'].includes(path)),
-    );
-    if (paths.includes('rewritten')) await writeFile(join(dir, 'new.txt'), 'old\n');
-    // 'grown': the file is written again, larger, after it was read for the commit.
-    if (paths.includes('grown')) await writeFile(join(dir, 'new.txt'), 'new and longer\n');
+    const entries = await committed(dir, await declined.arrange(dir));
+    await declined.afterRead?.(dir);
     const before = await readFile(join(dir, '.git', 'index'));
-    const bound = paths.includes('small bound') ? 100 : undefined;
-    expect(await writeIndexUpdates(dir, entries, bound)).toBe(false);
+    expect(await writeIndexUpdates(dir, entries, declined.bound)).toBe(false);
     expect(await readFile(join(dir, '.git', 'index'))).toEqual(before);
   });
 });

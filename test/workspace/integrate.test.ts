@@ -1,7 +1,7 @@
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attemptRef, integrationBranch } from '../../src/shared/contracts.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
 import { commitAttempt } from '../../src/workspace/commit.js';
@@ -11,25 +11,11 @@ import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
 import { checkoutAttempt } from '../helpers/checkouts.js';
+import { refWrites, resetRefWrites } from '../helpers/ref-write-seam.js';
 
-/** A seam in the in-process ref writer: runs before each write (the race tests). */
-const refWrites = vi.hoisted(() => ({
-  before: null as null | ((ref: string) => Promise<void>),
-  /** What each write of a branch answered. */
-  answers: [] as string[],
-}));
-vi.mock('../../src/workspace/ref-files.js', async (original) => {
-  const actual = await original<typeof import('../../src/workspace/ref-files.js')>();
-  return {
-    ...actual,
-    writeRefFile: async (...args: Parameters<typeof actual.writeRefFile>) => {
-      await refWrites.before?.(args[1]);
-      const answer = await actual.writeRefFile(...args);
-      if (args[1].startsWith('refs/heads/')) refWrites.answers.push(answer);
-      return answer;
-    },
-  };
-});
+vi.mock('../../src/workspace/ref-files.js', async (original) =>
+  (await import('../helpers/ref-write-seam.js')).seamed(await original()),
+);
 
 /**
  * The gate's merge without a checkout (DESIGN.md §4 step 8): merge-tree + commit-tree + a
@@ -42,6 +28,7 @@ let counter = 0;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-integrate-'));
 });
+afterEach(resetRefWrites);
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
@@ -53,6 +40,11 @@ function scratch(name: string): string {
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
   return (await runGit(args, { cwd })).stdout.trim();
+}
+
+/** Another host's merge: a commit on top of `base` made elsewhere, to move the branch to. */
+function otherHostCommit(repo: string, base: string): Promise<string> {
+  return git(repo, 'commit-tree', `${base}^{tree}`, '-p', base, '-m', 'other host');
 }
 
 async function missionRepo(missionId: string, files: Record<string, string> = {}) {
@@ -303,15 +295,7 @@ describe('compare-and-swap', () => {
     const h = await host(url);
     const work = await attempt(h, 'c1', 'late', { 'late.txt': 'late\n' });
     // Another host's merge: a commit on the integration branch made elsewhere.
-    const other = await git(
-      bare,
-      'commit-tree',
-      `${prepared.baseCommit}^{tree}`,
-      '-p',
-      prepared.baseCommit,
-      '-m',
-      'other host',
-    );
+    const other = await otherHostCommit(bare, prepared.baseCommit);
     // The mission repo's update hook moves the branch once, after our push was sent: the ref is no
     // longer at the old value the push names, so the mission repo refuses it and the batch is redone.
     await writeFile(
@@ -339,15 +323,7 @@ describe('compare-and-swap', () => {
       if (shared) await git(prepared.repo, 'config', 'core.sharedRepository', 'group');
       const h = await host(prepared.repo);
       const work = await attempt(h, missionId, 'late', { 'late.txt': 'late\n' });
-      const other = await git(
-        prepared.repo,
-        'commit-tree',
-        `${prepared.baseCommit}^{tree}`,
-        '-p',
-        prepared.baseCommit,
-        '-m',
-        'other host',
-      );
+      const other = await otherHostCommit(prepared.repo, prepared.baseCommit);
       const branchRef = `refs/heads/${integrationBranch(missionId)}`;
       let raced = 0;
       const race = async () => {
@@ -368,13 +344,11 @@ describe('compare-and-swap', () => {
       const savedPath = process.env.PATH;
       if (shared) process.env.PATH = `${shim}${delimiter}${savedPath}`;
       else refWrites.before = async (ref) => (ref === branchRef && raced === 0 ? race() : undefined);
-      refWrites.answers = [];
       let result: Awaited<ReturnType<typeof integrateAttempt>>;
       try {
         result = await integrateAttempt(work);
       } finally {
         process.env.PATH = savedPath;
-        refWrites.before = null;
       }
       if (shared) expect(await readFile(marker, 'utf8')).toBe('');
       else expect(raced).toBe(1);

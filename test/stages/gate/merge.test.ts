@@ -9,24 +9,16 @@ import { integrationBranch, QUEUES } from '../../../src/shared/contracts.js';
 import { MissionStore } from '../../../src/store/mission-store.js';
 import { runGit } from '../../../src/workspace/git.js';
 import { indent, sim, startCluster, type TestCluster } from '../../helpers/flotilla.js';
+import { refWrites, resetRefWrites } from '../../helpers/ref-write-seam.js';
 
 /**
  * The gate's merge step inside whole missions on a real Redis, real git and the stand-in agent:
  * conflicts found by merge-tree become retries with the files in the next prompt, a batch with a
  * conflict settles the others, and a gate that dies between publishing and settling merges once.
  */
-/** A seam in the in-process ref writer (the gate's publish): runs before each write. */
-const publishes = vi.hoisted(() => ({ before: null as null | ((ref: string) => Promise<void>) }));
-vi.mock('../../../src/workspace/ref-files.js', async (original) => {
-  const actual = await original<typeof import('../../../src/workspace/ref-files.js')>();
-  return {
-    ...actual,
-    writeRefFile: async (...args: Parameters<typeof actual.writeRefFile>) => {
-      await publishes.before?.(args[1]);
-      return actual.writeRefFile(...args);
-    },
-  };
-});
+vi.mock('../../../src/workspace/ref-files.js', async (original) =>
+  (await import('../../helpers/ref-write-seam.js')).seamed(await original()),
+);
 
 let cluster: TestCluster;
 let scratchDir: string;
@@ -36,7 +28,7 @@ beforeAll(async () => {
   scratchDir = await mkdtemp(join(tmpdir(), 'flotilla-merge-'));
 });
 afterEach(() => {
-  publishes.before = null;
+  resetRefWrites();
   vi.restoreAllMocks();
 });
 afterAll(async () => {
@@ -93,7 +85,7 @@ describe('the gate merge step', () => {
     // The first gate's publish waits until all four gates are active, so the other three queue
     // behind it on this host and are merged as one batch, deterministically.
     const release = join(scratchDir, 'release');
-    publishes.before = async (ref) => {
+    refWrites.before = async (ref) => {
       if (!ref.startsWith('refs/heads/')) return;
       while (!(await stat(release).catch(() => null))) await new Promise((done) => setTimeout(done, 50));
     };
