@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
@@ -26,12 +26,13 @@ export function cliGroupsDir(home: string, hostId: string): string {
 
 export function createCliGroups(dir: string): CliGroups {
   return {
+    // Synchronous: a file per CLI run, where a thread-pool round trip costs more than the write.
     async record(pgid) {
-      await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, String(pgid)), JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, String(pgid)), JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
     },
     async forget(pgid) {
-      await rm(join(dir, String(pgid)), { force: true });
+      rmSync(join(dir, String(pgid)), { force: true });
     },
     async killLeftovers() {
       const names = await readdir(dir).catch(() => [] as string[]);

@@ -1,4 +1,5 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
@@ -82,11 +83,13 @@ export interface OriginChange {
 export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
   const { adapter, cwd, paths } = input;
   const resultFile = resolve(cwd, paths.resultPath);
-  await mkdir(join(cwd, dirname(paths.promptPath)), { recursive: true });
-  await mkdir(dirname(resultFile), { recursive: true });
-  await writeFile(join(cwd, paths.promptPath), input.prompt);
+  // Small local files, written with synchronous calls: a thread-pool round trip each would cost
+  // the host more than the write (docs/ARCHITECTURE.md, "Synchronous git files").
+  mkdirSync(join(cwd, dirname(paths.promptPath)), { recursive: true });
+  mkdirSync(dirname(resultFile), { recursive: true });
+  writeFileSync(join(cwd, paths.promptPath), input.prompt);
   // A result left by an earlier run in the same directory must not pass for this run's answer.
-  await rm(resultFile, { force: true });
+  rmSync(resultFile, { force: true });
   const invocation = buildInvocation(adapter, {
     promptPath: paths.promptPath,
     promptText: input.prompt,
@@ -112,7 +115,7 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     outcome.exitCode === 0
       ? null
       : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
-  const resultFileText = await readFile(resultFile, 'utf8').catch(() => null);
+  const resultFileText = readTextOrNull(resultFile);
   const origin =
     outcome.originRoot && outcome.originChanges?.length
       ? {
@@ -122,6 +125,14 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
         }
       : null;
   return { invocation, outcome, usage, answer, resultFileText, replyClass, origin };
+}
+
+function readTextOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 /** The adapter's writable folders, made where asked, for this run's sandbox. */

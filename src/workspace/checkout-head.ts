@@ -1,25 +1,47 @@
-/** A warm checkout's git state read from its files, and its HEAD moved, without starting git. */
-import { lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+/**
+ * A warm checkout's git state read from its files, and its HEAD moved, without starting git.
+ * Synchronous file calls, like the rest of the in-process git plumbing: a few small local files,
+ * where a thread-pool round trip costs the host ten times the call itself (docs/ARCHITECTURE.md,
+ * "Synchronous git files").
+ */
+import {
+  type BigIntStats,
+  lstatSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isObjectId } from './ref-files.js';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
-export async function gitDirOf(dir: string): Promise<string> {
-  const link = (await readFile(join(dir, '.git'), 'utf8').catch(() => '')).trim();
+export function gitDirOf(dir: string): string {
+  const link = readText(join(dir, '.git')).trim();
   return link.startsWith('gitdir: ') ? resolve(dir, link.slice('gitdir: '.length)) : join(dir, '.git');
 }
 
 /** What the checkout's HEAD file holds: a commit id (detached), a symbolic ref, or null (unreadable). */
-async function readHead(dir: string): Promise<string | null> {
-  return readFile(join(await gitDirOf(dir), 'HEAD'), 'utf8').then(
-    (text) => text.trim(),
-    () => null,
-  );
+function readHead(dir: string): string | null {
+  return readText(join(gitDirOf(dir), 'HEAD'), null)?.trim() ?? null;
+}
+
+/** A small file's text, or `missing` when it cannot be read. */
+function readText(path: string): string;
+function readText(path: string, missing: null): string | null;
+function readText(path: string, missing: string | null = ''): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return missing;
+  }
 }
 
 /** The checkout's HEAD when it is a commit id (detached), else null. */
-export async function detachedHead(dir: string): Promise<string | null> {
-  const head = await readHead(dir);
+export function detachedHead(dir: string): string | null {
+  const head = readHead(dir);
   return head !== null && isObjectId(head) ? head : null;
 }
 
@@ -27,17 +49,23 @@ export async function detachedHead(dir: string): Promise<string | null> {
  * The branch the checkout's HEAD is attached to (`refs/heads/…`), else null. flotilla's checkouts
  * are always detached, so such a branch is one an agent made and switched to (`git checkout -b`).
  */
-export async function attachedBranch(dir: string): Promise<string | null> {
-  const ref = (await readHead(dir))?.match(/^ref: (refs\/heads\/.+)$/)?.[1];
+export function attachedBranch(dir: string): string | null {
+  const ref = readHead(dir)?.match(/^ref: (refs\/heads\/.+)$/)?.[1];
   return ref ?? null;
 }
 
 /** True when something (a file, a folder, a link) is at `path`. */
-function present(path: string): Promise<boolean> {
-  return lstat(path).then(
-    () => true,
-    () => false,
-  );
+function present(path: string): boolean {
+  return lstatOf(path) !== undefined;
+}
+
+/** The file's lstat, or undefined when there is none or it cannot be read. */
+function lstatOf(path: string): Stats | undefined {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -45,8 +73,13 @@ function present(path: string): Promise<boolean> {
  * nanosecond), or null when it has none. git writes the index whole into a new file renamed into
  * place, and an in-place write changes its change time, which no program can set back.
  */
-export async function indexStamp(dir: string): Promise<string | null> {
-  const info = await stat(join(await gitDirOf(dir), 'index'), { bigint: true }).catch(() => null);
+export function indexStamp(dir: string): string | null {
+  let info: BigIntStats | undefined;
+  try {
+    info = statSync(join(gitDirOf(dir), 'index'), { bigint: true, throwIfNoEntry: false });
+  } catch {
+    info = undefined;
+  }
   return info ? `${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}` : null;
 }
 
@@ -54,13 +87,13 @@ export async function indexStamp(dir: string): Promise<string | null> {
  * True while an `index.lock` is there: a git a crash killed left it, and it would break the next
  * git that writes the index. Only a walked reset's `checkout` finds and reports it.
  */
-export async function indexLocked(dir: string): Promise<boolean> {
-  return present(join(await gitDirOf(dir), 'index.lock'));
+export function indexLocked(dir: string): boolean {
+  return present(join(gitDirOf(dir), 'index.lock'));
 }
 
 /** The git directory a worktree shares with its repository (its `commondir` file names it). */
-async function commonDirOf(gitDir: string): Promise<string> {
-  const common = (await readFile(join(gitDir, 'commondir'), 'utf8').catch(() => '')).trim();
+function commonDirOf(gitDir: string): string {
+  const common = readText(join(gitDir, 'commondir')).trim();
   return common === '' ? gitDir : resolve(gitDir, common);
 }
 
@@ -68,9 +101,9 @@ async function commonDirOf(gitDir: string): Promise<string> {
  * The object folders git reads for the checkout whose git folder is `gitDir`: its repository's
  * own and the ones it borrows from (`objects/info/alternates`, one level, as flotilla sets them).
  */
-export async function objectStoresOf(gitDir: string): Promise<string[]> {
-  const objects = join(await commonDirOf(gitDir), 'objects');
-  const alternates = (await readFile(join(objects, 'info', 'alternates'), 'utf8').catch(() => ''))
+export function objectStoresOf(gitDir: string): string[] {
+  const objects = join(commonDirOf(gitDir), 'objects');
+  const alternates = readText(join(objects, 'info', 'alternates'))
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
@@ -79,8 +112,8 @@ export async function objectStoresOf(gitDir: string): Promise<string[]> {
 }
 
 /** objectStoresOf() for the checkout at `dir`. */
-export async function objectStores(dir: string): Promise<string[]> {
-  return objectStoresOf(await gitDirOf(dir));
+export function objectStores(dir: string): string[] {
+  return objectStoresOf(gitDirOf(dir));
 }
 
 /**
@@ -88,15 +121,10 @@ export async function objectStores(dir: string): Promise<string[]> {
  * small `fast-import` into the mission repo leaves. A packed object answers false, and the caller
  * asks git.
  */
-async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> {
-  for (const dir of await objectStoresOf(gitDir)) {
-    const found = await lstat(join(dir, id.slice(0, 2), id.slice(2))).then(
-      (info) => info.isFile(),
-      () => false,
-    );
-    if (found) return true;
-  }
-  return false;
+function looseObjectVisible(gitDir: string, id: string): boolean {
+  return objectStoresOf(gitDir).some(
+    (dir) => lstatOf(join(dir, id.slice(0, 2), id.slice(2)))?.isFile() ?? false,
+  );
 }
 
 /**
@@ -105,23 +133,23 @@ async function looseObjectVisible(gitDir: string, id: string): Promise<boolean> 
  * commit as a loose object. False, with nothing changed, when it cannot tell or the lock is taken:
  * the caller then runs git, which refuses a commit it cannot see.
  */
-export async function writeDetachedHead(dir: string, commit: string): Promise<boolean> {
+export function writeDetachedHead(dir: string, commit: string): boolean {
   if (!isObjectId(commit)) return false;
-  const gitDir = await gitDirOf(dir);
+  const gitDir = gitDirOf(dir);
   // A reftable repository (git ≥ 2.45) keeps HEAD in its tables: the file would be ignored.
-  if (await present(join(await commonDirOf(gitDir), 'reftable'))) return false;
-  if (!(await looseObjectVisible(gitDir, commit))) return false;
+  if (present(join(commonDirOf(gitDir), 'reftable'))) return false;
+  if (!looseObjectVisible(gitDir, commit)) return false;
   const lock = join(gitDir, 'HEAD.lock');
   try {
-    await writeFile(lock, `${commit}\n`, { flag: 'wx' });
+    writeFileSync(lock, `${commit}\n`, { flag: 'wx' });
   } catch {
     return false;
   }
   try {
-    await rename(lock, join(gitDir, 'HEAD'));
+    renameSync(lock, join(gitDir, 'HEAD'));
     return true;
   } catch {
-    await rm(lock, { force: true });
+    rmSync(lock, { force: true });
     return false;
   }
 }
@@ -150,8 +178,7 @@ const LEFT_GIT_STATE = [
  * The first of LEFT_GIT_STATE in the checkout's git folder, or null: a checkout holding one is
  * discarded rather than reset (a stat each, no git).
  */
-export async function leftGitState(dir: string): Promise<string | null> {
-  const gitDir = await gitDirOf(dir);
-  for (const name of LEFT_GIT_STATE) if (await present(join(gitDir, name))) return name;
-  return null;
+export function leftGitState(dir: string): string | null {
+  const gitDir = gitDirOf(dir);
+  return LEFT_GIT_STATE.find((name) => present(join(gitDir, name))) ?? null;
 }

@@ -1,4 +1,5 @@
-import { lstat, readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { type BigIntStats, type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
@@ -72,12 +73,12 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   // The agent committed on its own: what it committed counts as work too, folded into one commit.
   const agentCommitted = worktree.head !== base;
   if (agentCommitted) for (const path of await changedBetween(dir, base, worktree.head)) paths.add(path);
-  const work = await readEntries(
+  const work = readEntries(
     dir,
     [...paths].filter((path) => !isDispatchPath(path)),
   );
-  const dispatch = await readEntries(dir, [
-    ...new Set([...[...paths].filter(isDispatchPath), ...(await filesUnder(dir, DISPATCH_DIR))]),
+  const dispatch = readEntries(dir, [
+    ...new Set([...[...paths].filter(isDispatchPath), ...filesUnder(dir, DISPATCH_DIR)]),
   ]);
 
   const identity = await cachedCommitIdentity(dir);
@@ -112,9 +113,9 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   if (published) {
     await housekeep(local ?? '');
     const head = published[1] ?? '';
-    const branch = await attachedBranch(dir);
+    const branch = attachedBranch(dir);
     const moved =
-      (await writeDetachedHead(dir, head)) ||
+      writeDetachedHead(dir, head) ||
       (await runGit(['update-ref', '--no-deref', 'HEAD', head], { cwd: dir, allowFailure: true }))
         .exitCode === 0;
     if (!moved) ids = null;
@@ -197,19 +198,19 @@ interface ReadEntries {
 }
 
 /** Each path as it is now in the checkout: its content and mode, or a deletion. */
-async function readEntries(dir: string, paths: readonly string[]): Promise<ReadEntries> {
+function readEntries(dir: string, paths: readonly string[]): ReadEntries {
   const entries: ImportEntry[] = [];
   const index: CommittedPath[] = [];
   for (const path of [...paths].sort()) {
     const full = join(dir, path);
-    const seen = await lstat(full, { bigint: true }).catch(() => null);
+    const seen = lstatOrNull(full);
     let entry: ImportEntry;
     if (!seen) {
       entry = { path, deleted: true };
     } else if (seen.isSymbolicLink()) {
-      entry = { path, mode: '120000', content: await readlink(full, { encoding: 'buffer' }) };
+      entry = { path, mode: '120000', content: readlinkSync(full, { encoding: 'buffer' }) };
     } else if (seen.isFile()) {
-      entry = { path, mode: seen.mode & 0o100n ? '100755' : '100644', content: await readFile(full) };
+      entry = { path, mode: seen.mode & 0o100n ? '100755' : '100644', content: readFileSync(full) };
     } else {
       // A directory git lists as one entry (a nested repository): `git add -A` would not take it either.
       continue;
@@ -223,9 +224,23 @@ async function readEntries(dir: string, paths: readonly string[]): Promise<ReadE
   return { entries, index };
 }
 
+/** The file's lstat with nanosecond times, or null when there is none or it cannot be read. */
+function lstatOrNull(path: string): BigIntStats | null {
+  try {
+    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */
-async function filesUnder(dir: string, sub: string): Promise<string[]> {
-  const found = await readdir(join(dir, sub), { recursive: true, withFileTypes: true }).catch(() => []);
+function filesUnder(dir: string, sub: string): string[] {
+  let found: Dirent[];
+  try {
+    found = readdirSync(join(dir, sub), { recursive: true, withFileTypes: true });
+  } catch {
+    return [];
+  }
   return found
     .filter((entry) => !entry.isDirectory())
     .map((entry) => join(entry.parentPath ?? entry.path, entry.name).slice(dir.length + 1));

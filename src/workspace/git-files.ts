@@ -6,8 +6,18 @@
  * git as before. A crash half-way leaves at most a temporary file git's own prune removes.
  */
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { link, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import {
+  closeSync,
+  constants,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { runGit } from './git.js';
@@ -55,27 +65,29 @@ export function objectId(type: string, body: Buffer): { id: string; stored: Buff
 /**
  * Writes a loose object into `gitDir`'s object store as git does: compressed into a temporary
  * file beside it, then linked into place (an object that exists already is left as it is).
+ * Synchronous, like the rest of the in-process git plumbing (docs/ARCHITECTURE.md, "Synchronous
+ * git files"): the object is compressed on the host's thread anyway.
  */
-export async function writeLooseObject(gitDir: string, type: string, body: Buffer): Promise<string> {
+export function writeLooseObject(gitDir: string, type: string, body: Buffer): string {
   const { id, stored } = objectId(type, body);
   const folder = join(gitDir, 'objects', id.slice(0, 2));
   const path = join(folder, id.slice(2));
-  if (await exists(path)) return id;
-  await mkdir(folder, { recursive: true });
+  if (exists(path)) return id;
+  mkdirSync(folder, { recursive: true });
   const temporary = join(folder, `tmp_obj_flotilla_${process.pid}_${Math.random().toString(36).slice(2)}`);
-  const file = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o444);
+  const file = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o444);
   try {
-    await file.writeFile(deflateSync(stored));
+    writeFileSync(file, deflateSync(stored));
   } finally {
-    await file.close();
+    closeSync(file);
   }
   try {
-    await link(temporary, path);
+    linkSync(temporary, path);
   } catch (error) {
     // A file system without hard links (vfat, some network mounts): a rename, as git falls back to.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') await rename(temporary, path);
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') renameSync(temporary, path);
   } finally {
-    await rm(temporary, { force: true });
+    rmSync(temporary, { force: true });
   }
   return id;
 }
@@ -84,14 +96,14 @@ export async function writeLooseObject(gitDir: string, type: string, body: Buffe
  * The body of object `id` of `type` where it is loose in one of `stores` (object folders, searched
  * in order); null when it is in none of them, or is of another type.
  */
-export async function readLooseObject(
-  stores: readonly string[],
-  id: string,
-  type: string,
-): Promise<Buffer | null> {
+export function readLooseObject(stores: readonly string[], id: string, type: string): Buffer | null {
   for (const store of stores) {
-    const stored = await readFile(join(store, id.slice(0, 2), id.slice(2))).catch(() => null);
-    if (!stored) continue;
+    let stored: Buffer;
+    try {
+      stored = readFileSync(join(store, id.slice(0, 2), id.slice(2)));
+    } catch {
+      continue;
+    }
     const raw = inflateSync(stored);
     const nul = raw.indexOf(0);
     return raw.subarray(0, nul).toString('latin1').split(' ')[0] === type ? raw.subarray(nul + 1) : null;
@@ -100,11 +112,12 @@ export async function readLooseObject(
 }
 
 /** True when something is at `path`. */
-export async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
+export function exists(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 /** What a repository's configuration asks of a commit, read with one `git config`. */

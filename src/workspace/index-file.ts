@@ -9,10 +9,24 @@
  * 4, a split or sparse index, an unmerged, assume-unchanged or skip-worktree entry at a changed
  * path, a lock held, more than IN_PROCESS_MAX_BYTES) or the repository matches or keeps modes
  * otherwise (core.ignoreCase, core.fileMode or core.symlinks off), the caller runs `git update-index`.
+ * Synchronous file calls, as in the rest of the in-process git plumbing (docs/ARCHITECTURE.md,
+ * "Synchronous git files").
  */
 import { createHash } from 'node:crypto';
-import { type BigIntStats, constants } from 'node:fs';
-import { type FileHandle, lstat, open, readFile, readlink, rename, rm } from 'node:fs/promises';
+import {
+  type BigIntStats,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, objectId } from './git-files.js';
@@ -421,24 +435,24 @@ export async function writeIndexUpdates(
   maxBytes = IN_PROCESS_MAX_BYTES,
 ): Promise<boolean> {
   if (process.env.GIT_INDEX_FILE) return false;
-  const gitDir = await gitDirOf(dir);
+  const gitDir = gitDirOf(dir);
   // core.ignoreCase: git matches index paths ignoring case; core.fileMode or core.symlinks off:
   // git keeps the modes the index had, where the commit's may differ.
   const rules = await cachedWriteRules(gitDir);
   if (rules.ignoreCase || !rules.modesTrusted) return false;
   const indexPath = join(gitDir, 'index');
-  const size = (await lstat(indexPath).catch(() => null))?.size;
+  const size = lstatOf(indexPath)?.size;
   if (size === undefined || size > maxBytes) return false;
   const lockPath = `${indexPath}.lock`;
-  let lock: FileHandle;
+  let lock: number | null;
   try {
-    lock = await open(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    lock = openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
   } catch {
     return false;
   }
   let renamed = false;
   try {
-    const read = await readWhole(indexPath);
+    const read = readWhole(indexPath);
     if (!read) return false;
     const { file, info: indexInfo } = read;
     const parsed = parseIndex(file);
@@ -449,7 +463,7 @@ export async function writeIndexUpdates(
         updates.push({ path: changed.path, entry: null });
         continue;
       }
-      const info = await lstat(join(dir, changed.path), { bigint: true }).catch(() => null);
+      const info = lstatOf(join(dir, changed.path));
       // The file must still be the one read for the commit: an edit since (the same size even)
       // would otherwise be recorded clean with the committed blob's id.
       const seen = changed.entry.seen;
@@ -468,25 +482,30 @@ export async function writeIndexUpdates(
         entry: { mode: Number.parseInt(changed.entry.mode, 8), id, stat: entryStat(info) },
       });
     }
-    const smudged = await racilyClean(
-      dir,
-      file,
-      parsed,
-      indexInfo.mtimeNs,
-      new Set(paths.map((p) => p.path)),
-    );
+    const smudged = racilyClean(dir, file, parsed, indexInfo.mtimeNs, new Set(paths.map((p) => p.path)));
     const next = updatedIndex(file, parsed, updates, smudged);
     if (!next) return false;
-    await lock.writeFile(next);
-    await lock.close();
-    await rename(lockPath, indexPath);
+    writeFileSync(lock, next);
+    const written = lock;
+    lock = null;
+    closeSync(written);
+    renameSync(lockPath, indexPath);
     renamed = true;
     return true;
   } catch {
     return false;
   } finally {
-    await lock.close().catch(() => undefined);
-    if (!renamed) await rm(lockPath, { force: true });
+    if (lock !== null) closeSync(lock);
+    if (!renamed) rmSync(lockPath, { force: true });
+  }
+}
+
+/** A file's lstat with nanosecond times, or null when there is none or it cannot be read. */
+function lstatOf(path: string): BigIntStats | null {
+  try {
+    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
   }
 }
 
@@ -497,13 +516,13 @@ export async function writeIndexUpdates(
  * only a later content check). git does the same on every index write, or a change
  * made in the same second as the index would go unseen once the index is newer.
  */
-async function racilyClean(
+function racilyClean(
   dir: string,
   file: Buffer,
   parsed: ParsedIndex,
   indexMtimeNs: bigint,
   changing: ReadonlySet<string>,
-): Promise<Set<number>> {
+): Set<number> {
   const indexSec = Number(indexMtimeNs / 1_000_000_000n);
   const smudged = new Set<number>();
   const { entries } = parsed;
@@ -516,34 +535,31 @@ async function racilyClean(
     const path = pathOf(file, entries, i);
     if (changing.has(path)) continue;
     const full = join(dir, path);
-    const info = await lstat(full, { bigint: true }).catch(() => null);
+    const info = lstatOf(full);
     if (!info) continue;
     const now = entryStat(info);
     // Seconds and size only: a git built without nanosecond times (Debian's) trusts those alone.
     if (file.readUInt32BE(start + 8) !== now.mtimeSec || file.readUInt32BE(start + 36) !== now.size) continue;
-    const content = kind === 0o12 ? await readlink(full, { encoding: 'buffer' }) : await readFile(full);
+    const content = kind === 0o12 ? readlinkSync(full, { encoding: 'buffer' }) : readFileSync(full);
     if (objectId('blob', content).id !== file.toString('hex', start + 40, start + 60)) smudged.add(i);
   }
   return smudged;
 }
 
-/**
- * A file's bytes in one read where it can be (readFile reads in 512 KiB steps: sixteen trips to the
- * thread pool for the kernel tree's index), with its stat data; null when it changed size meanwhile.
- */
-async function readWhole(path: string): Promise<{ file: Buffer; info: BigIntStats } | null> {
-  const handle = await open(path, constants.O_RDONLY);
+/** A file's bytes with its stat data; null when it shrank meanwhile. */
+function readWhole(path: string): { file: Buffer; info: BigIntStats } | null {
+  const handle = openSync(path, constants.O_RDONLY);
   try {
-    const info = await handle.stat({ bigint: true });
+    const info = fstatSync(handle, { bigint: true });
     const file = Buffer.allocUnsafe(Number(info.size));
     let at = 0;
     while (at < file.byteLength) {
-      const { bytesRead } = await handle.read(file, at, file.byteLength - at, at);
+      const bytesRead = readSync(handle, file, at, file.byteLength - at, at);
       if (bytesRead === 0) return null;
       at += bytesRead;
     }
     return { file, info };
   } finally {
-    await handle.close();
+    closeSync(handle);
   }
 }

@@ -64,8 +64,8 @@ export function treeBody(entries: readonly TreeRecord[]): Buffer {
 /** Raised when an object the import needs is not loose here: git does it instead. */
 class NotLoose extends Error {}
 
-async function readLoose(gitDir: string, id: string, type: string): Promise<Buffer> {
-  const body = await readLooseObject([join(gitDir, 'objects')], id, type);
+function readLoose(gitDir: string, id: string, type: string): Buffer {
+  const body = readLooseObject([join(gitDir, 'objects')], id, type);
   if (!body) throw new NotLoose(`${id}: not a loose ${type}`);
   return body;
 }
@@ -83,11 +83,11 @@ function newLevel(): Level {
 }
 
 /** The tree `base` with `level`'s changes applied, written; null when it ends up empty. */
-async function applyLevel(gitDir: string, base: string | null, level: Level): Promise<string | null> {
+function applyLevel(gitDir: string, base: string | null, level: Level): string | null {
   // Keyed by the name's bytes, so a name that is not UTF-8 in the base is kept as it is.
   const entries = new Map<string, TreeRecord>();
   if (base) {
-    for (const entry of parseTree(await readLoose(gitDir, base, 'tree'))) {
+    for (const entry of parseTree(readLoose(gitDir, base, 'tree'))) {
       // A zero-padded mode (`040000`, old tools) fast-import rewrites: git does it.
       if (entry.mode.startsWith('0')) throw new NotLoose(`${base}: a zero-padded mode`);
       entries.set(entry.name.toString('latin1'), entry);
@@ -108,7 +108,7 @@ async function applyLevel(gitDir: string, base: string | null, level: Level): Pr
   for (const [name, sub] of level.folders) {
     const existing = entries.get(name);
     const before = existing?.mode === TREE_MODE ? existing.id : null;
-    const tree = await applyLevel(gitDir, before, sub);
+    const tree = applyLevel(gitDir, before, sub);
     if (tree === before) continue;
     changed = true;
     if (tree === null) entries.delete(name);
@@ -126,7 +126,7 @@ export type TreeEdit =
   | { readonly path: string; readonly deleted: true };
 
 /** The tree `base` with `changes` applied, written (the empty tree when nothing is left). */
-async function editTree(gitDir: string, base: string, changes: readonly TreeEdit[]): Promise<string> {
+function editTree(gitDir: string, base: string, changes: readonly TreeEdit[]): string {
   const level = newLevel();
   for (const change of changes) {
     // Path parts as their UTF-8 bytes (in a latin1 string), as the tree keys them.
@@ -143,20 +143,16 @@ async function editTree(gitDir: string, base: string, changes: readonly TreeEdit
     }
     at.files.set(file, 'deleted' in change ? { deleted: true } : { mode: change.mode, id: change.id });
   }
-  return (await applyLevel(gitDir, base, level)) ?? (await writeLooseObject(gitDir, 'tree', Buffer.alloc(0)));
+  return applyLevel(gitDir, base, level) ?? writeLooseObject(gitDir, 'tree', Buffer.alloc(0));
 }
 
 /**
  * The tree `base` of the repository at `gitDir` with `changes` applied, written there as loose
  * objects; null when a tree along a changed path is not loose there (git must do it).
  */
-export async function applyTreeEdits(
-  gitDir: string,
-  base: string,
-  changes: readonly TreeEdit[],
-): Promise<string | null> {
+export function applyTreeEdits(gitDir: string, base: string, changes: readonly TreeEdit[]): string | null {
   try {
-    return await editTree(gitDir, base, changes);
+    return editTree(gitDir, base, changes);
   } catch (error) {
     if (error instanceof NotLoose) return null;
     throw error;
@@ -185,7 +181,7 @@ export async function looseImport(
     for (const commit of commits) {
       const parent = commit.parent.startsWith(':')
         ? marks.get(commit.parent)
-        : await loadCommit(gitDir, commit.parent);
+        : loadCommit(gitDir, commit.parent);
       if (!parent) return null;
       const changes: TreeEdit[] = [];
       for (const entry of commit.entries) {
@@ -195,12 +191,12 @@ export async function looseImport(
             : {
                 path: entry.path,
                 mode: entry.mode,
-                id: await writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
+                id: writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
               },
         );
       }
-      const tree = await editTree(gitDir, parent.tree, changes);
-      const id = await writeLooseObject(
+      const tree = editTree(gitDir, parent.tree, changes);
+      const id = writeLooseObject(
         gitDir,
         'commit',
         commitBody({
@@ -256,9 +252,9 @@ export function refNameGitTakes(ref: string): boolean {
 }
 
 /** A commit's id and tree, from its loose object. */
-async function loadCommit(gitDir: string, id: string): Promise<{ commit: string; tree: string } | null> {
+function loadCommit(gitDir: string, id: string): { commit: string; tree: string } | null {
   if (!isObjectId(id) || id.length !== 40) return null;
-  const body = await readLoose(gitDir, id, 'commit');
+  const body = readLoose(gitDir, id, 'commit');
   const tree = body
     .subarray(0, 46)
     .toString('latin1')

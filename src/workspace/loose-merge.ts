@@ -68,7 +68,7 @@ export async function looseMerge(options: LooseMergeOptions): Promise<string | n
         ? { path: file.path, mode: file.after.mode, id: file.after.id }
         : { path: file.path, deleted: true },
     );
-    return await applyTreeEdits(options.gitDir, head.tree, edits);
+    return applyTreeEdits(options.gitDir, head.tree, edits);
   } catch {
     // Not loose here, or not as git writes it: git merges.
     return null;

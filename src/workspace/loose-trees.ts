@@ -34,12 +34,12 @@ export interface LooseReader {
 
 /** A reader for the checkout at `dir`. */
 export async function looseReader(dir: string): Promise<LooseReader> {
-  return looseReaderOf(await objectStores(dir));
+  return looseReaderOf(objectStores(dir));
 }
 
 /** A reader of the repository whose git directory is `gitDir` (a bare one's is itself). */
 export async function repoReader(gitDir: string): Promise<LooseReader> {
-  return looseReaderOf(await objectStoresOf(gitDir));
+  return looseReaderOf(objectStoresOf(gitDir));
 }
 
 function looseReaderOf(stores: readonly string[]): LooseReader {

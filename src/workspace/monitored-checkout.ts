@@ -116,7 +116,7 @@ async function indexDiffers(
   known: CheckoutState['index'],
   reader: () => Promise<LooseReader>,
 ): Promise<string[]> {
-  if (known && known.stamp === (await indexStamp(dir))) {
+  if (known && known.stamp === indexStamp(dir)) {
     if (known.commit === commit) return [];
     const paths = await treeChanges(await reader(), known.commit, commit, MONITORED_PATHS_LIMIT);
     if (paths) return paths;
@@ -145,7 +145,7 @@ export async function resetChanged(
 ): Promise<string | null> {
   try {
     // A lock a killed git left would break the next attempt's git: the walk's checkout finds it.
-    if (await indexLocked(dir)) return null;
+    if (indexLocked(dir)) return null;
     const reader = once(() => looseReader(dir));
     const candidates = await changedSinceClean(dir, clean, keep, [clean.commit, commit], reader);
     if (!candidates) return null;
@@ -188,7 +188,7 @@ export async function resetChanged(
     }
     // HEAD written as a file where the checkout sees the commit loose (a merge the gate made),
     // else git moves it.
-    if (!(await writeDetachedHead(dir, commit))) {
+    if (!writeDetachedHead(dir, commit)) {
       await runGit(['update-ref', '--no-deref', 'HEAD', commit], { cwd: dir });
     }
     return candidates.clock;
@@ -245,7 +245,7 @@ export async function cleanMark(
 
 /** The index's stamp, for a caller that knows the index holds `commit`'s tree now. */
 export async function indexMark(dir: string, commit: string): Promise<Pick<CheckoutState, 'index'>> {
-  const stamp = await indexStamp(dir).catch(() => null);
+  const stamp = indexStamp(dir);
   return stamp ? { index: { commit, stamp } } : {};
 }
 
@@ -256,9 +256,9 @@ export async function indexMark(dir: string, commit: string): Promise<Pick<Check
  * ignored entries either (nothing acts on them: claimCleanup() keeps them).
  */
 export async function monitoredWorktree(dir: string): Promise<WorktreeState | null> {
-  const state = await readCheckoutState(`${dir}.json`);
+  const state = readCheckoutState(`${dir}.json`);
   const clean = state.clean;
-  if (!clean || (await detachedHead(dir)) !== clean.commit) return null;
+  if (!clean || detachedHead(dir) !== clean.commit) return null;
   const reader = once(() => looseReader(dir));
   const candidates = await changedSinceClean(
     dir,

@@ -5,21 +5,27 @@
  * (`<git dir>/refs/…`, written by renaming a lock file into place, so a reader sees the old value
  * or the new one) or as a line of `packed-refs`, the loose file winning. Anything else (a symbolic
  * ref, the reftable format, a file that is not a ref) is `unknown`, and the caller asks git as
- * before.
+ * before. The files are read and written with synchronous calls, like the rest of the in-process
+ * git plumbing (docs/ARCHITECTURE.md, "Synchronous git files"); the two entry points stay async
+ * for the tests' seam (test/helpers/ref-write-seam.ts).
  */
-import { constants } from 'node:fs';
 import {
-  appendFile,
-  type FileHandle,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readFile,
-  rename,
-  rm,
-  stat,
-} from 'node:fs/promises';
+  appendFileSync,
+  type BigIntStats,
+  closeSync,
+  constants,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { exists, gitZone, type RepoWriteRules } from './git-files.js';
 
@@ -75,19 +81,23 @@ function plainRefName(ref: string): boolean {
 export async function readRefFile(gitDir: string, ref: string): Promise<RefFileValue> {
   if (!plainRefName(ref)) return UNKNOWN;
   // A reftable repository keeps refs in a format of its own (git ≥ 2.45): git reads those.
-  if (await exists(join(gitDir, 'reftable'))) return UNKNOWN;
+  if (exists(join(gitDir, 'reftable'))) return UNKNOWN;
   return readRefValue(gitDir, ref);
 }
 
 /** readRefFile() once the name and the repository's format are known to be plain. */
-async function readRefValue(gitDir: string, ref: string): Promise<RefFileValue> {
-  const loose = await readLoose(join(gitDir, ref));
+function readRefValue(gitDir: string, ref: string): RefFileValue {
+  const loose = readLoose(join(gitDir, ref));
   if (loose === undefined) return UNKNOWN;
   if (loose !== null) return looseRefValue(loose);
-  const packed = await readFile(join(gitDir, 'packed-refs'), 'utf8').catch((error: NodeJS.ErrnoException) =>
-    error.code === 'ENOENT' ? '' : undefined,
-  );
-  return packed === undefined ? UNKNOWN : packedRefValue(packed, ref);
+  let packed: string;
+  try {
+    packed = readFileSync(join(gitDir, 'packed-refs'), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return UNKNOWN;
+    packed = '';
+  }
+  return packedRefValue(packed, ref);
 }
 
 /**
@@ -95,20 +105,20 @@ async function readRefValue(gitDir: string, ref: string): Promise<RefFileValue> 
  * otherwise: a link (git takes one pointing into `refs/` as a symbolic ref, and fails on any
  * other, never falling back to `packed-refs`), a directory, or a file it cannot read.
  */
-async function readLoose(path: string): Promise<string | null | undefined> {
-  let file: FileHandle;
+function readLoose(path: string): string | null | undefined {
+  let file: number;
   try {
-    file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    file = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENOENT' || code === 'ENOTDIR' ? null : undefined;
   }
   try {
-    return await file.readFile('utf8');
+    return readFileSync(file, 'utf8');
   } catch {
     return undefined;
   } finally {
-    await file.close();
+    closeSync(file);
   }
 }
 
@@ -153,51 +163,70 @@ export async function writeRefFile(
   id: string,
   options: WriteRefOptions = {},
 ): Promise<RefWrite> {
-  if (!plainRefName(ref) || !isObjectId(id) || (await exists(join(gitDir, 'reftable')))) return 'declined';
+  if (!plainRefName(ref) || !isObjectId(id) || exists(join(gitDir, 'reftable'))) return 'declined';
   // git's update-ref also logs to HEAD's reflog when HEAD names the ref: git does that.
-  if ((await readFile(join(gitDir, 'HEAD'), 'utf8').catch(() => '')).trim() === `ref: ${ref}`)
-    return 'declined';
+  if (readText(join(gitDir, 'HEAD')).trim() === `ref: ${ref}`) return 'declined';
   const path = join(gitDir, ref);
   const lock = `${path}.lock`;
-  let file: FileHandle;
+  let file: number | null;
   let ours: bigint;
   try {
-    await mkdir(dirname(path), { recursive: true });
-    await removeStaleLock(lock);
-    file = await open(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
-    ours = (await file.stat({ bigint: true })).ino;
+    mkdirSync(dirname(path), { recursive: true });
+    removeStaleLock(lock);
+    file = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    ours = fstatSync(file, { bigint: true }).ino;
   } catch {
     return 'declined';
   }
   // The lock file at its name is still the one this writer made (a writer that took a lock for
   // stale moved it aside, not this one, unless this one is a minute old).
-  const stillOurs = async () => (await lstat(lock, { bigint: true }).catch(() => null))?.ino === ours;
+  const stillOurs = () => bigLstat(lock)?.ino === ours;
   let renamed = false;
   try {
-    const now = await readRefValue(gitDir, ref);
+    const now = readRefValue(gitDir, ref);
     if (now.kind === 'unknown') return 'declined';
     if (options.expected !== undefined) {
       const current = now.kind === 'commit' ? now.commit : null;
       if (current !== options.expected) return 'moved';
     }
     const logPath = join(gitDir, 'logs', ref);
-    const logged = options.log ? await reflogWanted(logPath, ref, options.log.mode) : false;
+    const logged = options.log ? reflogWanted(logPath, ref, options.log.mode) : false;
     if (logged === undefined) return 'declined';
-    await file.writeFile(`${id}\n`);
-    await file.close();
-    if (!(await stillOurs())) return 'declined';
+    writeFileSync(file, `${id}\n`);
+    const written = file;
+    file = null;
+    closeSync(written);
+    if (!stillOurs()) return 'declined';
     if (logged && options.log) {
       const old = now.kind === 'commit' ? now.commit : '0'.repeat(id.length);
-      await appendFile(logPath, reflogLine(old, id, options.log, new Date()));
+      appendFileSync(logPath, reflogLine(old, id, options.log, new Date()));
     }
-    await rename(lock, path);
+    renameSync(lock, path);
     renamed = true;
     return 'written';
   } catch {
     return 'declined';
   } finally {
-    await file.close().catch(() => undefined);
-    if (!renamed && (await stillOurs())) await rm(lock, { force: true });
+    if (file !== null) closeSync(file);
+    if (!renamed && stillOurs()) rmSync(lock, { force: true });
+  }
+}
+
+/** A file's text, or '' when it cannot be read. */
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** lstat with inode numbers that do not round, or null when there is nothing to stat. */
+function bigLstat(path: string): BigIntStats | null {
+  try {
+    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
   }
 }
 
@@ -206,20 +235,26 @@ export async function writeRefFile(
  * moved aside first, and put back when what was moved is not it (another writer took the stale one
  * away and made its own meanwhile), so two writers that both found it stale never both go on.
  */
-async function removeStaleLock(lock: string): Promise<void> {
-  const held = await lstat(lock, { bigint: true }).catch(() => null);
+function removeStaleLock(lock: string): void {
+  const held = bigLstat(lock);
   if (!held || Date.now() - Number(held.mtimeMs) <= STALE_REF_LOCK_MS) return;
   const aside = `${lock}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
   try {
-    await rename(lock, aside);
+    renameSync(lock, aside);
   } catch {
     return;
   }
-  const moved = await lstat(aside, { bigint: true }).catch(() => null);
+  const moved = bigLstat(aside);
   // link() never replaces: when a lock is back at its name meanwhile, the moved one is dropped only
   // if it was the stale one.
-  if (moved?.ino !== held.ino) await link(aside, lock).catch(() => undefined);
-  await rm(aside, { force: true });
+  if (moved?.ino !== held.ino) {
+    try {
+      linkSync(aside, lock);
+    } catch {
+      // a lock is back at its name: it stays
+    }
+  }
+  rmSync(aside, { force: true });
 }
 
 /**
@@ -227,15 +262,16 @@ async function removeStaleLock(lock: string): Promise<void> {
  * for this ref (`normal`: branches, remote-tracking refs and notes); undefined when the folder in
  * its place is not one git would write either.
  */
-async function reflogWanted(
-  logPath: string,
-  ref: string,
-  mode: RefLogEntry['mode'],
-): Promise<boolean | undefined> {
-  const info = await stat(logPath).catch(() => null);
+function reflogWanted(logPath: string, ref: string, mode: RefLogEntry['mode']): boolean | undefined {
+  let info: Stats | undefined;
+  try {
+    info = statSync(logPath, { throwIfNoEntry: false });
+  } catch {
+    info = undefined;
+  }
   if (info) return info.isFile() ? true : undefined;
   const made = mode === 'always' || (mode === 'normal' && /^refs\/(heads|remotes|notes)\//.test(ref));
-  if (made) await mkdir(dirname(logPath), { recursive: true });
+  if (made) mkdirSync(dirname(logPath), { recursive: true });
   return made;
 }
 

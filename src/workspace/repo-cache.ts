@@ -3,7 +3,7 @@
  * checks out a worktree from it, so objects are downloaded once per host, not once per task.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFile, mkdir, readFile, rename, rm, stat, utimes } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, rm, utimes } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
@@ -14,6 +14,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { exists } from './git-files.js';
 import { readRefFile } from './ref-files.js';
 
 export interface RepoCache {
@@ -95,17 +96,8 @@ function serialise<T>(key: string, task: () => Promise<T>): Promise<T> {
   return next;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function cloneOnce(repo: string, dir: string): Promise<void> {
-  if (await exists(join(dir, '.git'))) return;
+  if (exists(join(dir, '.git'))) return;
   await mkdir(join(dir, '..'), { recursive: true });
   // Clone beside the final place and rename: a crash never leaves a half clone where the next run
   // would trust it, and of two processes cloning at once, the second rename loses and is dropped.
@@ -122,7 +114,7 @@ async function cloneOnce(repo: string, dir: string): Promise<void> {
     await rename(temporary, dir);
   } catch (error) {
     await rm(temporary, { recursive: true, force: true });
-    if (await exists(join(dir, '.git'))) return;
+    if (exists(join(dir, '.git'))) return;
     throw error;
   }
 }

@@ -33,7 +33,7 @@ async function scannable(dir: string, keep?: readonly string[]): Promise<LoadedR
  */
 export async function scannedWorktree(dir: string): Promise<WorktreeState | null> {
   const loaded = await scannable(dir);
-  if (!loaded || (await detachedHead(dir)) !== loaded.record.commit) return null;
+  if (!loaded || detachedHead(dir) !== loaded.record.commit) return null;
   // `-uno` also hides a submodule's untracked files, which a whole-tree status reports (`S..U`).
   if (await exists(join(dir, '.gitmodules'))) return null;
   const scan = await scanChanges(dir, loaded);

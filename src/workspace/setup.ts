@@ -6,7 +6,7 @@
  * Setup commands are the mission author's own shell commands, like exit criteria: `bash -c`.
  */
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { runGit } from './git.js';
 import { isUnder, keptPaths } from './monitored-paths.js';
 
@@ -60,16 +60,18 @@ export interface CheckoutState {
   readonly index?: { readonly commit: string; readonly stamp: string };
 }
 
-export async function readCheckoutState(file: string): Promise<CheckoutState> {
+/** A small file read and written synchronously, as the checkout's git files are (checkout-head.ts). */
+export function readCheckoutState(file: string): CheckoutState {
   try {
-    return JSON.parse(await readFile(file, 'utf8')) as CheckoutState;
+    return JSON.parse(readFileSync(file, 'utf8')) as CheckoutState;
   } catch {
     return {};
   }
 }
 
+/** Rejects when the file cannot be written. */
 export async function writeCheckoutState(file: string, state: CheckoutState): Promise<void> {
-  await writeFile(file, `${JSON.stringify(state)}\n`);
+  writeFileSync(file, `${JSON.stringify(state)}\n`);
 }
 
 export function commandsKey(spec: SetupSpec): string {

@@ -120,7 +120,7 @@ export async function cleanClaimed(
     // The criteria would not see what a fresh checkout of the commit holds: the caller checks the
     // commit out elsewhere.
     await refuseLeftGitState(lease.dir);
-    const state = await readCheckoutState(stateFile(lease));
+    const state = readCheckoutState(stateFile(lease));
     const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
     const keep = sameSetup ? (state.setup?.keep ?? []) : [];
     const plan = state.left?.commit === commit ? claimCleanup(state.left.ignored, keep) : undefined;
@@ -148,7 +148,7 @@ export async function noteLeftIgnored(
   ignored: readonly string[],
 ): Promise<void> {
   const file = `${dir}.json`;
-  const state = await readCheckoutState(file);
+  const state = readCheckoutState(file);
   const { index: _earlier, ...rest } = state;
   await writeCheckoutState(file, {
     ...rest,
@@ -184,8 +184,8 @@ export async function leaseCheckout(
     }
     try {
       await refuseLeftGitState(lease.dir);
-      const branch = await attachedBranch(lease.dir);
-      const state = await readCheckoutState(stateFile(lease));
+      const branch = attachedBranch(lease.dir);
+      const state = readCheckoutState(stateFile(lease));
       const sameSetup = setup && state.setup?.commandsKey === commandsKey(setup);
       // The record of the clean checkout holds setup's outputs; other commands must lose them: a walk.
       const clean = sameSetup || !state.setup ? state.clean : undefined;
@@ -247,7 +247,7 @@ export async function ensureSetup(options: EnsureSetupOptions): Promise<SetupOut
   const { lease, setup } = options;
   if (!setup || setup.commands.length === 0) return { ran: false, log: '' };
   const file = stateFile(lease);
-  const state: CheckoutState = await readCheckoutState(file);
+  const state: CheckoutState = readCheckoutState(file);
   const key = await inputsKey(lease.dir, options.commit, setup);
   if (state.setup?.inputsKey === key) return { ran: false, log: '' };
   const keptEarlier = state.setup?.commandsKey === commandsKey(setup) ? state.setup.keep : [];
@@ -305,7 +305,7 @@ export function describeSetupFailure(failure: SetupFailure): string {
  * checkout, an operation in progress: checkout-head.ts); the caller discards the checkout.
  */
 async function refuseLeftGitState(dir: string): Promise<void> {
-  const left = await leftGitState(dir);
+  const left = leftGitState(dir);
   if (left) throw new FlotillaError('git/failed', `an attempt left ${left} in its git folder`);
 }
 

@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { afterAll, expect, it, vi } from 'vitest';
 import { commitBody, writeLooseObject } from '../../src/workspace/git-files.js';
 
-vi.mock('node:fs/promises', async (original) => {
-  const real = await original<typeof import('node:fs/promises')>();
+const links = vi.hoisted(() => ({ refused: 0 }));
+
+vi.mock('node:fs', async (original) => {
+  const real = await original<typeof import('node:fs')>();
   return {
     ...real,
-    link: async () => {
+    linkSync: () => {
+      links.refused++;
       throw Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' });
     },
   };
@@ -42,6 +45,7 @@ it('renames the object into place where the file system refuses a hard link', as
       message: 'm\n',
     }),
   );
+  expect(links.refused).toBe(1);
   expect(execFileSync('git', ['cat-file', '-t', id], { cwd: dir }).toString().trim()).toBe('commit');
   // No temporary file is left beside it.
   expect(
