@@ -18,6 +18,7 @@
  *   node bench/run.js sim-start --runs 20          # the stand-in agent's CPU: --version and one task's run
  *   node bench/run.js checkout-cycle --cycles 20   # one task's workspace work on big trees, walks against scans
  *   node bench/run.js index-update --sizes 1000,10000,40000 --runs 10   # the index moved in-process against git
+ *   node bench/run.js fs-calls --n 3000 --runs 3   # one file call, asynchronous against synchronous
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -40,6 +41,7 @@ const BENCHMARKS = {
   'sim-start': () => import('./sim-start.js'),
   'checkout-cycle': () => import('./checkout-cycle.js'),
   'index-update': () => import('./index-update.js'),
+  'fs-calls': () => import('./fs-calls.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -101,6 +103,7 @@ if (values.help) {
   sim-start --runs 20   (CPU of flotilla-sim --version and of one benchmark task's run, medians)
   checkout-cycle --repos generated,linux --cycles 20 --modes off,on   (one task's workspace work alone: FLOTILLA_CHECKOUT_SCAN walks against scans)
   index-update --sizes 1000,10000,40000 --runs 10   (the checkout's index moved in-process against git update-index, by index size)
+  fs-calls  --n 3000 --runs 3   (one file call's CPU and wall, asynchronous against synchronous; a new file against a rewrite)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }

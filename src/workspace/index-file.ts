@@ -546,6 +546,37 @@ function racilyClean(
   return smudged;
 }
 
+/** What an index entry is: a file, a symbolic link, or a submodule's commit (a gitlink). */
+export type EntryKind = 'file' | 'link' | 'gitlink';
+
+/**
+ * Each path the index at `indexPath` holds (its bytes as a latin1 string, so a name that is not
+ * UTF-8 compares as git compares it) with its kind; null when the file is over `maxBytes`, is a
+ * form parseIndex() leaves to git, or holds an unmerged entry.
+ */
+export function readIndexKinds(indexPath: string, maxBytes: number): Map<string, EntryKind> | null {
+  const size = lstatOf(indexPath)?.size;
+  if (size === undefined || size > BigInt(maxBytes)) return null;
+  let read: ReturnType<typeof readWhole>;
+  try {
+    read = readWhole(indexPath);
+  } catch {
+    return null;
+  }
+  const parsed = read && parseIndex(read.file);
+  if (!read || !parsed) return null;
+  const { file } = read;
+  const { entries } = parsed;
+  const kinds = new Map<string, EntryKind>();
+  for (let i = 0; i < entries.count; i++) {
+    if (entries.stage[i] !== 0) return null;
+    const type = file.readUInt32BE((entries.start[i] as number) + 24) >>> 12;
+    const kind = type === 0o12 ? 'link' : type === 0o16 ? 'gitlink' : 'file';
+    kinds.set(file.toString('latin1', entries.nameAt[i], entries.nameEnd[i]), kind);
+  }
+  return kinds;
+}
+
 /** A file's bytes with its stat data; null when it shrank meanwhile. */
 function readWhole(path: string): { file: Buffer; info: BigIntStats } | null {
   const handle = openSync(path, constants.O_RDONLY);

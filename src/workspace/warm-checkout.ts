@@ -35,6 +35,7 @@ import {
   writeCheckoutState,
 } from './setup.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { leftUntracked } from './untracked-left.js';
 
 /**
  * Checks `commit` out (detached) and removes every untracked file but `keep`'s. Throws on failure.
@@ -42,7 +43,8 @@ import { readWorktree, type WorktreeState } from './snapshot-changes.js';
  *   and the paths where the index differs from `commit` are put back (monitored-checkout.ts).
  * - Without a monitor, a large tree's record of its directories leaves git one walk, the `lstat`
  *   of the tracked files, and a `git clean` of the changed directories' entries (scanned-checkout.ts).
- * - Otherwise, or when either cannot say, git walks the whole tree: `clean`, then `checkout --force`.
+ * - Otherwise, or when either cannot say, git walks the whole tree: `clean`, then `checkout --force`;
+ *   the `clean` only where something is there the index does not track (untracked-left.ts).
  */
 export async function resetCheckout(
   dir: string,
@@ -60,7 +62,10 @@ export async function resetCheckout(
   const holding = monitor !== null && (await holdDispatchFolders(dir));
   // The clean first: a link standing where a folder was (even to that folder, moved away) would
   // show the checkout the tracked files through it, unchanged, and go with the clean after it.
-  await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
+  // A small checkout whose folders hold only what its index tracks has nothing to clean.
+  if (holding || leftUntracked(dir, keep)) {
+    await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
+  }
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
   if (holding) await emptyDispatchFolders(dir);
   await recordWalked(dir, commit, keep, monitor !== null);
