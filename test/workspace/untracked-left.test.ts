@@ -106,7 +106,9 @@ const LEFTOVERS: readonly ((dir: string, random: Random, i: number) => Promise<v
     await writeFile(join(dir, 'build', `out${i}.o`), 'built\n');
   },
   // an empty folder
-  async (dir, _random, i) => mkdir(join(dir, `empty-${i}`, 'inner'), { recursive: true }),
+  async (dir, _random, i) => {
+    await mkdir(join(dir, `empty-${i}`, 'inner'), { recursive: true });
+  },
   // a tracked file no longer in the index (`git rm --cached`), still on disk
   async (dir) => {
     const files = git(dir, 'ls-files', '-z').split('\0').filter(Boolean);
