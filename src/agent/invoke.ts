@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../shared/adapter.js';
@@ -127,9 +127,13 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
   return { invocation, outcome, usage, answer, resultFileText, replyClass, origin };
 }
 
+/**
+ * The result file's text, or null: a regular file only, so a FIFO or a device an agent left in its
+ * place cannot hold the host's thread (the read is synchronous).
+ */
 function readTextOrNull(path: string): string | null {
   try {
-    return readFileSync(path, 'utf8');
+    return statSync(path).isFile() ? readFileSync(path, 'utf8') : null;
   } catch {
     return null;
   }

@@ -30,6 +30,7 @@ import {
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, objectId } from './git-files.js';
+import { closeQuietly } from './ref-files.js';
 
 /** What git records of a file in its index entry, each a 32-bit field (larger values cut, as git does). */
 export interface EntryStat {
@@ -495,7 +496,7 @@ export async function writeIndexUpdates(
   } catch {
     return false;
   } finally {
-    if (lock !== null) closeSync(lock);
+    if (lock !== null) closeQuietly(lock);
     if (!renamed) rmSync(lockPath, { force: true });
   }
 }
@@ -536,7 +537,8 @@ function racilyClean(
     if (changing.has(path)) continue;
     const full = join(dir, path);
     const info = lstatOf(full);
-    if (!info) continue;
+    // A file of another kind now (a folder, a FIFO) differs by its stat data already: not read.
+    if (!info || (kind === 0o12 ? !info.isSymbolicLink() : !info.isFile())) continue;
     const now = entryStat(info);
     // Seconds and size only: a git built without nanosecond times (Debian's) trusts those alone.
     if (file.readUInt32BE(start + 8) !== now.mtimeSec || file.readUInt32BE(start + 36) !== now.size) continue;

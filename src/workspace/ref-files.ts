@@ -174,8 +174,14 @@ export async function writeRefFile(
     mkdirSync(dirname(path), { recursive: true });
     removeStaleLock(lock);
     file = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch {
+    return 'declined';
+  }
+  try {
     ours = fstatSync(file, { bigint: true }).ino;
   } catch {
+    closeQuietly(file);
+    rmSync(lock, { force: true });
     return 'declined';
   }
   // The lock file at its name is still the one this writer made (a writer that took a lock for
@@ -207,8 +213,17 @@ export async function writeRefFile(
   } catch {
     return 'declined';
   } finally {
-    if (file !== null) closeSync(file);
+    if (file !== null) closeQuietly(file);
     if (!renamed && stillOurs()) rmSync(lock, { force: true });
+  }
+}
+
+/** Closes a descriptor on a path that ends in failure anyway: a close error changes nothing there. */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // the answer is already a failure; the lock is removed next
   }
 }
 

@@ -11,7 +11,6 @@ import { type Dirent, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { type EntryKind, readIndexKinds } from './index-file.js';
-import { keptPaths } from './monitored-paths.js';
 
 /** One directory entry: its name's bytes as a latin1 string, and what it is. */
 export interface Listed {
@@ -23,12 +22,14 @@ export interface Listed {
  * True when the tree `list` shows (the listing of a folder, by repository path with '' the top;
  * null when unreadable) holds an entry git would call untracked against `tracked` (the index's
  * paths and kinds): what `git clean -ffdx` without exclusions beyond `kept` would remove. Null
- * when a folder cannot be listed. The top's `.git` is git's own; a kept path is setup's output.
+ * when a folder cannot be listed. The top's `.git` is git's own; a kept path is setup's output,
+ * kept as git keeps it: `kept` maps each to whether only a folder there is kept (a pattern ending
+ * in `/`: a file or a link in its place goes).
  */
 export function untrackedFound(
   tracked: ReadonlyMap<string, EntryKind>,
   list: (path: string) => readonly Listed[] | null,
-  kept: readonly string[],
+  kept: ReadonlyMap<string, boolean>,
 ): boolean | null {
   const folders = new Set<string>();
   for (const path of tracked.keys()) {
@@ -36,14 +37,14 @@ export function untrackedFound(
       folders.add(path.slice(0, slash));
     }
   }
-  const keptSet = new Set(kept);
   const walk = (folder: string): boolean | null => {
     const entries = list(folder);
     if (entries === null) return null;
     for (const { name, kind } of entries) {
       if (folder === '' && name === '.git') continue;
       const path = folder === '' ? name : `${folder}/${name}`;
-      if (keptSet.has(path)) continue;
+      const keptFolderOnly = kept.get(path);
+      if (keptFolderOnly === false || (keptFolderOnly === true && kind === 'dir')) continue;
       const entry = tracked.get(path);
       // A tracked file or link is put back by the checkout whatever stands there, unless a folder
       // does: what is in it is untracked. A submodule's folder is its own repository's.
@@ -69,9 +70,10 @@ export const CHECKED_INDEX_BYTES = 256 * 1024;
  * its index tracks.
  */
 export function leftUntracked(dir: string, keep: readonly string[]): boolean {
+  const kept = keptNames(keep);
+  if (!kept) return true;
   const tracked = readIndexKinds(join(gitDirOf(dir), 'index'), CHECKED_INDEX_BYTES);
   if (!tracked) return true;
-  const kept = keptPaths(keep).map((path) => Buffer.from(path, 'utf8').toString('latin1'));
   const list = (path: string): Listed[] | null => {
     // The folder's name as its bytes: one that is not UTF-8 is read where it is.
     const full = path === '' ? dir : Buffer.concat([Buffer.from(`${dir}/`), Buffer.from(path, 'latin1')]);
@@ -87,4 +89,20 @@ export function leftUntracked(dir: string, keep: readonly string[]): boolean {
     }));
   };
   return untrackedFound(tracked, list, kept) ?? true;
+}
+
+/**
+ * Setup's kept outputs (`/node_modules/`, `/out.log`) as repository paths (latin1 of their bytes)
+ * to whether only a folder there is kept; null for a pattern git would read as more than one name
+ * (not anchored, a wildcard, a bracket, an escape, a negation), which this check leaves to git.
+ */
+export function keptNames(keep: readonly string[]): Map<string, boolean> | null {
+  const kept = new Map<string, boolean>();
+  for (const pattern of keep) {
+    const folderOnly = pattern.endsWith('/');
+    const path = pattern.slice(1, folderOnly ? -1 : undefined);
+    if (!pattern.startsWith('/') || path === '' || /[*?[\\!]|\/\/|^\/|\/$/.test(path)) return null;
+    kept.set(Buffer.from(path, 'utf8').toString('latin1'), folderOnly);
+  }
+  return kept;
 }

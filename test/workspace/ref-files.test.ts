@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,41 @@ import {
   STALE_REF_LOCK_MS,
   writeRefFile,
 } from '../../src/workspace/ref-files.js';
+import { ROOT } from '../helpers/paths.js';
+
+/**
+ * writeRefFile() in `count` processes of their own (the built module, as hosts run it), let go at
+ * once: each loads, says `ready`, and writes when every one is ready. Their answers, in order.
+ */
+async function racingWriters(count: number, gitDir: string, ref: string, id: string, expected: string) {
+  const module = join(ROOT, 'dist', 'workspace', 'ref-files.js');
+  const script = [
+    `const { writeRefFile } = await import(${JSON.stringify(module)});`,
+    "process.stdout.write('ready\\n');",
+    "process.stdin.once('data', async () => {",
+    `  const answer = await writeRefFile(${JSON.stringify(gitDir)}, ${JSON.stringify(ref)}, ${JSON.stringify(id)}, { expected: ${JSON.stringify(expected)} });`,
+    '  process.stdout.write(answer, () => process.exit(0));',
+    '});',
+  ].join('\n');
+  const children = Array.from({ length: count }, () =>
+    spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] }),
+  );
+  const outputs = children.map(() => '');
+  const ready = children.map(
+    (child, i) =>
+      new Promise<void>((done) =>
+        child.stdout.on('data', (chunk: Buffer) => {
+          outputs[i] += chunk.toString();
+          if (outputs[i]?.startsWith('ready\n')) done();
+        }),
+      ),
+  );
+  const closed = children.map((child) => new Promise((done) => child.on('close', done)));
+  await Promise.all(ready);
+  for (const child of children) child.stdin.end('go');
+  await Promise.all(closed);
+  return outputs.map((out) => out.replace('ready\n', ''));
+}
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
@@ -209,13 +245,13 @@ describe('writeRefFile, against git', () => {
     await writeFile(lock, 'stale');
     const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
     await utimes(lock, old, old);
-    // Two writers find the same stale lock at once: one of them writes, the other declines or
-    // finds the ref moved; the ref ends at one of the two values, written whole.
-    const [a, b] = await Promise.all([
-      writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first }),
-      writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first }),
-    ]);
-    expect([a, b].filter((answer) => answer === 'written')).toHaveLength(1);
+    // Writers on other hosts of one machine find the same stale lock at once (processes: the
+    // writer is synchronous, so two in one process never interleave): one of them writes, the
+    // others decline or find the ref moved; the ref ends at the new value, written whole, and no
+    // lock or lock moved aside is left.
+    const answers = await racingWriters(4, gitDir, 'refs/heads/flotilla/m', second, first);
+    expect(answers.filter((answer) => answer === 'written')).toHaveLength(1);
+    expect(answers.every((answer) => ['written', 'moved', 'declined'].includes(answer))).toBe(true);
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
     expect(await readdir(join(gitDir, 'refs/heads/flotilla'))).toEqual(['m']);
   });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntryKind } from '../../src/workspace/index-file.js';
-import { type Listed, leftUntracked, untrackedFound } from '../../src/workspace/untracked-left.js';
+import { keptNames, type Listed, leftUntracked, untrackedFound } from '../../src/workspace/untracked-left.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
@@ -42,6 +42,7 @@ describe('untrackedFound', () => {
     'src/lib': ['b.c'],
     vendor: ['mod/'],
   };
+  /** `keep` in setup's form (`/node_modules/`), as leftUntracked() takes it. */
   const cases: [string, Record<string, string[]>, readonly string[], boolean | null][] = [
     ['only what the index tracks', clean, [], false],
     ['tracked files missing (the checkout puts them back)', { ...clean, src: ['lib/'] }, [], false],
@@ -67,15 +68,28 @@ describe('untrackedFound', () => {
     [
       'setup’s kept output',
       { ...clean, '': [...clean[''], 'node_modules/'], node_modules: ['x'] },
-      ['node_modules'],
+      ['/node_modules/'],
       false,
     ],
     [
       'a kept path does not keep its neighbours',
       { ...clean, '': [...clean[''], 'node_modules/', 'dist/'], dist: [] },
-      ['node_modules'],
+      ['/node_modules/'],
       true,
     ],
+    [
+      'a file where a kept folder was',
+      { ...clean, '': [...clean[''], 'node_modules'] },
+      ['/node_modules/'],
+      true,
+    ],
+    [
+      'a link where a kept folder was',
+      { ...clean, '': [...clean[''], 'node_modules@'] },
+      ['/node_modules/'],
+      true,
+    ],
+    ['a kept file', { ...clean, '': [...clean[''], 'out.log'] }, ['/out.log'], false],
     [
       'an unreadable folder',
       { ...clean, src: ['a.c', 'lib/'], 'src/lib': null as unknown as string[] },
@@ -84,7 +98,34 @@ describe('untrackedFound', () => {
     ],
   ];
   it.each(cases)('%s', (_name, folders, kept, expected) => {
-    expect(untrackedFound(tracked, tree(folders), kept)).toBe(expected);
+    expect(untrackedFound(tracked, tree(folders), keptNames(kept) ?? new Map())).toBe(expected);
+  });
+});
+
+describe('keptNames', () => {
+  it.each([
+    ['a folder', ['/node_modules/'], [['node_modules', true]]],
+    [
+      'a file, and a folder below the top',
+      ['/out.log', '/build/gen/'],
+      [
+        ['out.log', false],
+        ['build/gen', true],
+      ],
+    ],
+    ['a name that is not ASCII, as its bytes', ['/zé/'], [[Buffer.from('zé').toString('latin1'), true]]],
+  ] as const)('%s', (_name, keep, expected) => {
+    expect([...(keptNames(keep) ?? [])]).toEqual(expected);
+  });
+  it.each([
+    ['not anchored', 'node_modules/'],
+    ['a wildcard', '/*.log'],
+    ['a bracket', '/a[1]/'],
+    ['an escape', '/a\\b'],
+    ['a negation', '/!x'],
+    ['the top itself', '/'],
+  ])('leaves %s to git', (_name, pattern) => {
+    expect(keptNames([pattern])).toBeNull();
   });
 });
 
@@ -97,7 +138,8 @@ function gitWouldClean(dir: string, keep: readonly string[]): string {
 }
 
 /** One thing an attempt, its criteria or a person can leave in a checkout. */
-const LEFTOVERS: readonly ((dir: string, random: Random, i: number) => Promise<void>)[] = [
+type Leftover = (dir: string, random: Random, i: number) => Promise<void>;
+const LEFTOVERS: readonly Leftover[] = [
   // an untracked file, in a folder that may be new
   async (dir, random, i) => putRandomFile(dir, `${randomPath(random)}-u${i}`, random, 'untracked'),
   // an ignored file (build output)
@@ -123,6 +165,12 @@ const LEFTOVERS: readonly ((dir: string, random: Random, i: number) => Promise<v
     if (!folder) return;
     await rm(join(dir, folder), { recursive: true, force: true });
     await symlink('/tmp', join(dir, folder));
+  },
+  // a file or a link where setup's kept folder was
+  async (dir, random) => {
+    await rm(join(dir, 'node_modules'), { recursive: true, force: true });
+    if (random.chance(0.5)) await writeFile(join(dir, 'node_modules'), 'not a folder\n');
+    else await symlink('/tmp', join(dir, 'node_modules'));
   },
   // a nested repository
   async (dir, _random, i) => {
@@ -169,8 +217,8 @@ describe('leftUntracked, held to git clean -n', () => {
     git(dir, 'add', '-A');
     git(dir, 'commit', '--quiet', '-m', 'base');
     for (let i = 0; i < random.int(3); i++) await random.pick(HARMLESS)(dir, random, i);
-    // Half the checkouts get something the clean must remove.
-    if (seed % 2 === 0) await random.pick(LEFTOVERS)(dir, random, 99);
+    // Half the checkouts get something the clean must remove, each kind of it in turn.
+    if (seed % 2 === 0) await (LEFTOVERS[(seed / 2) % LEFTOVERS.length] as Leftover)(dir, random, 99);
     const keep = ['/node_modules/'];
     const kept = gitWouldClean(dir, keep);
     answers[kept === '' ? 'clean' : 'untracked']++;
