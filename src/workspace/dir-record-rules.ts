@@ -7,7 +7,7 @@
  * left is an entry of a directory whose `inode:ctime` differs from the record, or of a directory
  * the record does not have. A file edited in place changes no directory: git's index finds those.
  */
-import { isUnder, keptPaths } from './monitored-paths.js';
+import { isUnder, keptMatcher, keptPaths } from './monitored-paths.js';
 
 export interface DirRecord {
   readonly version: 1;
@@ -63,12 +63,12 @@ export function entriesToLook(
   recorded: (path: string) => boolean,
   keep: readonly string[],
 ): string[] {
-  const kept = keptPaths(keep);
+  const kept = keptMatcher(keep);
   const paths: string[] = [];
   for (const entry of entries) {
     if (parent === '' && entry.name === '.git') continue;
     const path = childPath(parent, entry.name);
-    if (isUnder(path, kept)) continue;
+    if (kept(path, entry.isDirectory)) continue;
     if (entry.isDirectory && recorded(path)) continue;
     paths.push(path);
   }

@@ -22,7 +22,7 @@ import {
   entriesToLook,
   type RecordedDir,
 } from './dir-record-rules.js';
-import { isUnder, keptPaths, MONITORED_PATHS_LIMIT } from './monitored-paths.js';
+import { keptMatcher, MONITORED_PATHS_LIMIT } from './monitored-paths.js';
 
 /**
  * Trees with fewer files than this are walked by git as before. What a scan saves grows with the
@@ -193,7 +193,7 @@ interface Walked {
 
 /** Walks `starts` and everything below them but `.git` at the top and setup's kept outputs. */
 async function walkDirs(dir: string, starts: readonly string[], keep: readonly string[]): Promise<Walked> {
-  const kept = keptPaths(keep);
+  const kept = keptMatcher(keep);
   const dirs = new Map<string, RecordedDir>();
   let files = 0;
   const queue = [...starts];
@@ -205,7 +205,7 @@ async function walkDirs(dir: string, starts: readonly string[], keep: readonly s
     for (const entry of readEntries(dir, path)) {
       if (path === '' && entry.name === '.git') continue;
       const child = childPath(path, entry.name);
-      if (isUnder(child, kept)) continue;
+      if (kept(child, entry.isDirectory())) continue;
       if (entry.isDirectory()) queue.push(child);
       else files += 1;
     }

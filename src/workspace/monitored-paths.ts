@@ -32,6 +32,17 @@ export function keptPaths(keep: readonly string[]): string[] {
   return keep.map((pattern) => pattern.replace(/^\/+/, '').replace(/\/+$/, '')).filter(Boolean);
 }
 
+/**
+ * Setup's kept outputs (`keep`, anchored patterns) as git's `-e` keeps them: a path below a kept
+ * path, or at one, except that a folder-only pattern (`/node_modules/`) keeps only a folder there
+ * (a file or a link an attempt put in its place is the attempt's).
+ */
+export function keptMatcher(keep: readonly string[]): (path: string, isDirectory: boolean) => boolean {
+  const kept = keptPaths(keep);
+  const folderOnly = new Set(keptPaths(keep.filter((pattern) => pattern.endsWith('/'))));
+  return (path, isDirectory) => isUnder(path, kept) && (isDirectory || !folderOnly.has(path));
+}
+
 export function isUnder(path: string, prefixes: readonly string[]): boolean {
   return prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
@@ -45,12 +56,13 @@ export function candidatePaths(
   keep: readonly string[],
   limit: number = MONITORED_PATHS_LIMIT,
 ): Candidates | null {
-  const kept = keptPaths(keep);
+  const kept = keptMatcher(keep);
   const files = new Set<string>();
   const dirs = new Set<string>();
   for (const change of changes) {
     const name = change.name;
-    if (name === '' || name === '.git' || name.startsWith('.git/') || isUnder(name, kept)) continue;
+    if (name === '' || name === '.git' || name.startsWith('.git/') || kept(name, change.type === 'd'))
+      continue;
     if (change.type === 'd') {
       if (change.new || !change.exists) dirs.add(name);
     } else {

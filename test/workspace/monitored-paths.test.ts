@@ -57,6 +57,13 @@ describe('candidatePaths', () => {
       { files: [], dirs: [] },
     ],
     [
+      'a file or a link where a kept folder was is looked at',
+      [file('node_modules'), { name: 'pkg/node_modules', exists: true, type: 'l', new: true }],
+      ['/node_modules/', '/pkg/node_modules/'],
+      { files: ['node_modules', 'pkg/node_modules'], dirs: [] },
+    ],
+    ["a kept file's own change is not", [file('out.log')], ['/out.log'], { files: [], dirs: [] }],
+    [
       'a kept name is a path, not a prefix of names',
       [file('node_modules2')],
       ['/node_modules/'],

@@ -511,6 +511,32 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     await d.release();
   });
 
+  it.each([
+    ['a file', (where: string) => writeFile(where, 'not a folder\n')],
+    ['a link', (where: string) => symlink(root, where)],
+  ])('removes %s an attempt put where setup’s kept folder was', async (_kind, put) => {
+    const { dir, base } = await repo();
+    const p = await pool(dir, 1);
+    const setup = { commands: ['mkdir -p node_modules && echo dep > node_modules/dep.js'], inputs: [] };
+    const a = await leaseCheckout(p, base, setup);
+    expect((await ensureSetup({ lease: a, commit: base, setup, runCommand: bash })).ran).toBe(true);
+    await rm(join(a.dir, 'node_modules'), { recursive: true, force: true });
+    await put(join(a.dir, 'node_modules'));
+    await a.release();
+
+    const b = await leaseCheckout(p, base, setup);
+    expect(b.dir).toBe(a.dir);
+    // `/node_modules/` keeps a folder: what stood in its place is the attempt's, and goes.
+    expect(
+      await lstat(join(b.dir, 'node_modules')).then(
+        (info) => info.isDirectory(),
+        () => 'gone',
+      ),
+    ).not.toBe(false);
+    expect(await git(b.dir, 'status', '--porcelain')).toBe('');
+    await b.release();
+  });
+
   it('a failing setup reports its command and output and runs again next time', async () => {
     const { dir, base } = await repo();
     const p = await pool(dir, 1);
