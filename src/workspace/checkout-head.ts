@@ -4,39 +4,20 @@
  * where a thread-pool round trip costs the host ten times the call itself (docs/ARCHITECTURE.md,
  * "Synchronous git files").
  */
-import {
-  type BigIntStats,
-  lstatSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  type Stats,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { type BigIntStats, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { lstatOrNull, readTextOr } from './git-files.js';
 import { isObjectId } from './ref-files.js';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
 export function gitDirOf(dir: string): string {
-  const link = readText(join(dir, '.git')).trim();
+  const link = readTextOr(join(dir, '.git'), '').trim();
   return link.startsWith('gitdir: ') ? resolve(dir, link.slice('gitdir: '.length)) : join(dir, '.git');
 }
 
 /** What the checkout's HEAD file holds: a commit id (detached), a symbolic ref, or null (unreadable). */
 function readHead(dir: string): string | null {
-  return readText(join(gitDirOf(dir), 'HEAD'), null)?.trim() ?? null;
-}
-
-/** A small file's text, or `missing` when it cannot be read. */
-function readText(path: string): string;
-function readText(path: string, missing: null): string | null;
-function readText(path: string, missing: string | null = ''): string | null {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return missing;
-  }
+  return readTextOr(join(gitDirOf(dir), 'HEAD'), null)?.trim() ?? null;
 }
 
 /** The checkout's HEAD when it is a commit id (detached), else null. */
@@ -56,16 +37,7 @@ export function attachedBranch(dir: string): string | null {
 
 /** True when something (a file, a folder, a link) is at `path`. */
 function present(path: string): boolean {
-  return lstatOf(path) !== undefined;
-}
-
-/** The file's lstat, or undefined when there is none or it cannot be read. */
-function lstatOf(path: string): Stats | undefined {
-  try {
-    return lstatSync(path, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
+  return lstatOrNull(path) !== null;
 }
 
 /**
@@ -93,7 +65,7 @@ export function indexLocked(dir: string): boolean {
 
 /** The git directory a worktree shares with its repository (its `commondir` file names it). */
 function commonDirOf(gitDir: string): string {
-  const common = readText(join(gitDir, 'commondir')).trim();
+  const common = readTextOr(join(gitDir, 'commondir'), '').trim();
   return common === '' ? gitDir : resolve(gitDir, common);
 }
 
@@ -103,7 +75,7 @@ function commonDirOf(gitDir: string): string {
  */
 export function objectStoresOf(gitDir: string): string[] {
   const objects = join(commonDirOf(gitDir), 'objects');
-  const alternates = readText(join(objects, 'info', 'alternates'))
+  const alternates = readTextOr(join(objects, 'info', 'alternates'), '')
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'))
@@ -123,7 +95,7 @@ export function objectStores(dir: string): string[] {
  */
 function looseObjectVisible(gitDir: string, id: string): boolean {
   return objectStoresOf(gitDir).some(
-    (dir) => lstatOf(join(dir, id.slice(0, 2), id.slice(2)))?.isFile() ?? false,
+    (dir) => lstatOrNull(join(dir, id.slice(0, 2), id.slice(2)))?.isFile() ?? false,
   );
 }
 

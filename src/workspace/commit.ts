@@ -1,4 +1,4 @@
-import { type BigIntStats, type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { type Dirent, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
@@ -13,6 +13,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
+import { lstatOrNull } from './git-files.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
@@ -222,15 +223,6 @@ function readEntries(dir: string, paths: readonly string[]): ReadEntries {
     });
   }
   return { entries, index };
-}
-
-/** The file's lstat with nanosecond times, or null when there is none or it cannot be read. */
-function lstatOrNull(path: string): BigIntStats | null {
-  try {
-    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
 }
 
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */

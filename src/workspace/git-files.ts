@@ -7,9 +7,11 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  type BigIntStats,
   closeSync,
   constants,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -117,6 +119,36 @@ export function exists(path: string): boolean {
     return statSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
+  }
+}
+
+/**
+ * The lstat of `path` with nanosecond times and inode numbers that do not round, or null when
+ * nothing is there or it cannot be read.
+ */
+export function lstatOrNull(path: string): BigIntStats | null {
+  try {
+    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** A small file's text, or `missing` when it cannot be read. */
+export function readTextOr<T>(path: string, missing: T): string | T {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return missing;
+  }
+}
+
+/** Closes a descriptor on a path that ends in failure anyway: a close error changes nothing there. */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // the answer is already a failure; what it held is removed next
   }
 }
 

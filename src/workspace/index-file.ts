@@ -18,7 +18,6 @@ import {
   closeSync,
   constants,
   fstatSync,
-  lstatSync,
   openSync,
   readFileSync,
   readlinkSync,
@@ -29,8 +28,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
-import { cachedWriteRules, objectId } from './git-files.js';
-import { closeQuietly } from './ref-files.js';
+import { cachedWriteRules, closeQuietly, lstatOrNull, objectId } from './git-files.js';
 
 /** What git records of a file in its index entry, each a 32-bit field (larger values cut, as git does). */
 export interface EntryStat {
@@ -442,7 +440,7 @@ export async function writeIndexUpdates(
   const rules = await cachedWriteRules(gitDir);
   if (rules.ignoreCase || !rules.modesTrusted) return false;
   const indexPath = join(gitDir, 'index');
-  const size = lstatOf(indexPath)?.size;
+  const size = lstatOrNull(indexPath)?.size;
   if (size === undefined || size > maxBytes) return false;
   const lockPath = `${indexPath}.lock`;
   let lock: number | null;
@@ -464,7 +462,7 @@ export async function writeIndexUpdates(
         updates.push({ path: changed.path, entry: null });
         continue;
       }
-      const info = lstatOf(join(dir, changed.path));
+      const info = lstatOrNull(join(dir, changed.path));
       // The file must still be the one read for the commit: an edit since (the same size even)
       // would otherwise be recorded clean with the committed blob's id.
       const seen = changed.entry.seen;
@@ -501,15 +499,6 @@ export async function writeIndexUpdates(
   }
 }
 
-/** A file's lstat with nanosecond times, or null when there is none or it cannot be read. */
-function lstatOf(path: string): BigIntStats | null {
-  try {
-    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The entries git would write with size 0: those not being changed whose file was modified in the
  * second the index was last written or later (so the stat data cannot tell), whose modification
@@ -536,7 +525,7 @@ function racilyClean(
     const path = pathOf(file, entries, i);
     if (changing.has(path)) continue;
     const full = join(dir, path);
-    const info = lstatOf(full);
+    const info = lstatOrNull(full);
     // A file of another kind now (a folder, a FIFO) differs by its stat data already: not read.
     if (!info || (kind === 0o12 ? !info.isSymbolicLink() : !info.isFile())) continue;
     const now = entryStat(info);
@@ -557,11 +546,9 @@ export type EntryKind = 'file' | 'link' | 'gitlink';
  * form parseIndex() leaves to git, or holds an unmerged entry.
  */
 export function readIndexKinds(indexPath: string, maxBytes: number): Map<string, EntryKind> | null {
-  const size = lstatOf(indexPath)?.size;
-  if (size === undefined || size > BigInt(maxBytes)) return null;
   let read: ReturnType<typeof readWhole>;
   try {
-    read = readWhole(indexPath);
+    read = readWhole(indexPath, maxBytes);
   } catch {
     return null;
   }
@@ -579,11 +566,15 @@ export function readIndexKinds(indexPath: string, maxBytes: number): Map<string,
   return kinds;
 }
 
-/** A file's bytes with its stat data; null when it shrank meanwhile. */
-function readWhole(path: string): { file: Buffer; info: BigIntStats } | null {
+/** A file's bytes with its stat data; null when it is over `maxBytes` or shrank meanwhile. */
+function readWhole(
+  path: string,
+  maxBytes = Number.POSITIVE_INFINITY,
+): { file: Buffer; info: BigIntStats } | null {
   const handle = openSync(path, constants.O_RDONLY);
   try {
     const info = fstatSync(handle, { bigint: true });
+    if (info.size > maxBytes) return null;
     const file = Buffer.allocUnsafe(Number(info.size));
     let at = 0;
     while (at < file.byteLength) {

@@ -11,12 +11,10 @@
  */
 import {
   appendFileSync,
-  type BigIntStats,
   closeSync,
   constants,
   fstatSync,
   linkSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -27,7 +25,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { exists, gitZone, type RepoWriteRules } from './git-files.js';
+import { closeQuietly, exists, gitZone, lstatOrNull, type RepoWriteRules, readTextOr } from './git-files.js';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
@@ -165,7 +163,7 @@ export async function writeRefFile(
 ): Promise<RefWrite> {
   if (!plainRefName(ref) || !isObjectId(id) || exists(join(gitDir, 'reftable'))) return 'declined';
   // git's update-ref also logs to HEAD's reflog when HEAD names the ref: git does that.
-  if (readText(join(gitDir, 'HEAD')).trim() === `ref: ${ref}`) return 'declined';
+  if (readTextOr(join(gitDir, 'HEAD'), '').trim() === `ref: ${ref}`) return 'declined';
   const path = join(gitDir, ref);
   const lock = `${path}.lock`;
   let file: number | null;
@@ -186,7 +184,7 @@ export async function writeRefFile(
   }
   // The lock file at its name is still the one this writer made (a writer that took a lock for
   // stale moved it aside, not this one, unless this one is a minute old).
-  const stillOurs = () => bigLstat(lock)?.ino === ours;
+  const stillOurs = () => lstatOrNull(lock)?.ino === ours;
   let renamed = false;
   try {
     const now = readRefValue(gitDir, ref);
@@ -218,40 +216,13 @@ export async function writeRefFile(
   }
 }
 
-/** Closes a descriptor on a path that ends in failure anyway: a close error changes nothing there. */
-export function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // the answer is already a failure; the lock is removed next
-  }
-}
-
-/** A file's text, or '' when it cannot be read. */
-function readText(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
-  }
-}
-
-/** lstat with inode numbers that do not round, or null when there is nothing to stat. */
-function bigLstat(path: string): BigIntStats | null {
-  try {
-    return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Takes away a lock older than STALE_REF_LOCK_MS, the one that was looked at and no other: it is
  * moved aside first, and put back when what was moved is not it (another writer took the stale one
  * away and made its own meanwhile), so two writers that both found it stale never both go on.
  */
 function removeStaleLock(lock: string): void {
-  const held = bigLstat(lock);
+  const held = lstatOrNull(lock);
   if (!held || Date.now() - Number(held.mtimeMs) <= STALE_REF_LOCK_MS) return;
   const aside = `${lock}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
   try {
@@ -259,7 +230,7 @@ function removeStaleLock(lock: string): void {
   } catch {
     return;
   }
-  const moved = bigLstat(aside);
+  const moved = lstatOrNull(aside);
   // link() never replaces: when a lock is back at its name meanwhile, the moved one is dropped only
   // if it was the stale one.
   if (moved?.ino !== held.ino) {

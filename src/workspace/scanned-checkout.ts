@@ -6,12 +6,13 @@
  * warm-checkout.ts, a task saves git's read of every directory with its ignore rules twice: half
  * of the listing's `git status` and the whole of the reset's `git clean`.
  */
-import { lstat, readdir, rmdir } from 'node:fs/promises';
+import { readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { detachedHead } from './checkout-head.js';
 import { type LoadedRecord, readDirRecord, recordDirs, rerecord, scanChanges } from './dir-record.js';
 import { cleanPlan, parentOf, sameKeep } from './dir-record-rules.js';
 import { runGit } from './git.js';
+import { lstatOrNull } from './git-files.js';
 import { MONITORED_PATHS_LIMIT } from './monitored-paths.js';
 import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -35,7 +36,7 @@ export async function scannedWorktree(dir: string): Promise<WorktreeState | null
   const loaded = await scannable(dir);
   if (!loaded || detachedHead(dir) !== loaded.record.commit) return null;
   // `-uno` also hides a submodule's untracked files, which a whole-tree status reports (`S..U`).
-  if (await exists(join(dir, '.gitmodules'))) return null;
+  if (lstatOrNull(join(dir, '.gitmodules'))) return null;
   const scan = await scanChanges(dir, loaded);
   if (!scan) return null;
   const tracked = await readWorktree(dir, { untracked: false });
@@ -128,11 +129,4 @@ function excludes(keep: readonly string[]): string[] {
 /** Removes every untracked file, ignored ones too, except setup's outputs: git walks the tree. */
 export async function cleanAll(dir: string, keep: readonly string[]): Promise<void> {
   await runGit(['clean', '-ffdxq', ...excludes(keep)], { cwd: dir });
-}
-
-function exists(path: string): Promise<boolean> {
-  return lstat(path).then(
-    () => true,
-    () => false,
-  );
 }

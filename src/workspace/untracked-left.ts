@@ -11,6 +11,7 @@ import { type Dirent, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { type EntryKind, readIndexKinds } from './index-file.js';
+import { keptMatcher } from './monitored-paths.js';
 
 /** One directory entry: its name's bytes as a latin1 string, and what it is. */
 export interface Listed {
@@ -21,15 +22,13 @@ export interface Listed {
 /**
  * True when the tree `list` shows (the listing of a folder, by repository path with '' the top;
  * null when unreadable) holds an entry git would call untracked against `tracked` (the index's
- * paths and kinds): what `git clean -ffdx` without exclusions beyond `kept` would remove. Null
- * when a folder cannot be listed. The top's `.git` is git's own; a kept path is setup's output,
- * kept as git keeps it: `kept` maps each to whether only a folder there is kept (a pattern ending
- * in `/`: a file or a link in its place goes).
+ * paths and kinds): what `git clean -ffdx` without exclusions beyond `kept` (setup's outputs,
+ * keptMatcher()) would remove. Null when a folder cannot be listed. The top's `.git` is git's own.
  */
 export function untrackedFound(
   tracked: ReadonlyMap<string, EntryKind>,
   list: (path: string) => readonly Listed[] | null,
-  kept: ReadonlyMap<string, boolean>,
+  kept: (path: string, isDirectory: boolean) => boolean,
 ): boolean | null {
   const folders = new Set<string>();
   for (const path of tracked.keys()) {
@@ -43,8 +42,7 @@ export function untrackedFound(
     for (const { name, kind } of entries) {
       if (folder === '' && name === '.git') continue;
       const path = folder === '' ? name : `${folder}/${name}`;
-      const keptFolderOnly = kept.get(path);
-      if (keptFolderOnly === false || (keptFolderOnly === true && kind === 'dir')) continue;
+      if (kept(path, kind === 'dir')) continue;
       const entry = tracked.get(path);
       // A tracked file or link is put back by the checkout whatever stands there, unless a folder
       // does: what is in it is untracked. A submodule's folder is its own repository's.
@@ -70,8 +68,9 @@ export const CHECKED_INDEX_BYTES = 256 * 1024;
  * its index tracks.
  */
 export function leftUntracked(dir: string, keep: readonly string[]): boolean {
-  const kept = keptNames(keep);
-  if (!kept) return true;
+  const patterns = keptAsNames(keep);
+  if (!patterns) return true;
+  const kept = keptMatcher(patterns);
   const tracked = readIndexKinds(join(gitDirOf(dir), 'index'), CHECKED_INDEX_BYTES);
   if (!tracked) return true;
   const list = (path: string): Listed[] | null => {
@@ -92,17 +91,16 @@ export function leftUntracked(dir: string, keep: readonly string[]): boolean {
 }
 
 /**
- * Setup's kept outputs (`/node_modules/`, `/out.log`) as repository paths (latin1 of their bytes)
- * to whether only a folder there is kept; null for a pattern git would read as more than one name
- * (not anchored, a wildcard, a bracket, an escape, a negation), which this check leaves to git.
+ * Setup's kept outputs (`/node_modules/`, `/out.log`) with their names as latin1 of their bytes,
+ * as the listing spells them; null for a pattern git would read as more than one name (not
+ * anchored, a wildcard, a bracket, an escape, a negation), which this check leaves to git.
  */
-export function keptNames(keep: readonly string[]): Map<string, boolean> | null {
-  const kept = new Map<string, boolean>();
+export function keptAsNames(keep: readonly string[]): string[] | null {
+  const names: string[] = [];
   for (const pattern of keep) {
-    const folderOnly = pattern.endsWith('/');
-    const path = pattern.slice(1, folderOnly ? -1 : undefined);
+    const path = pattern.slice(1, pattern.endsWith('/') ? -1 : undefined);
     if (!pattern.startsWith('/') || path === '' || /[*?[\\!]|\/\/|^\/|\/$/.test(path)) return null;
-    kept.set(Buffer.from(path, 'utf8').toString('latin1'), folderOnly);
+    names.push(Buffer.from(pattern, 'utf8').toString('latin1'));
   }
-  return kept;
+  return names;
 }

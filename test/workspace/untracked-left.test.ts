@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntryKind } from '../../src/workspace/index-file.js';
-import { keptNames, type Listed, leftUntracked, untrackedFound } from '../../src/workspace/untracked-left.js';
+import { keptMatcher } from '../../src/workspace/monitored-paths.js';
+import {
+  keptAsNames,
+  type Listed,
+  leftUntracked,
+  untrackedFound,
+} from '../../src/workspace/untracked-left.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
@@ -98,11 +104,11 @@ describe('untrackedFound', () => {
     ],
   ];
   it.each(cases)('%s', (_name, folders, kept, expected) => {
-    expect(untrackedFound(tracked, tree(folders), keptNames(kept) ?? new Map())).toBe(expected);
+    expect(untrackedFound(tracked, tree(folders), keptMatcher(kept))).toBe(expected);
   });
 });
 
-describe('keptNames', () => {
+describe('keptAsNames, as keptMatcher() keeps them', () => {
   it.each([
     ['a folder', ['/node_modules/'], [['node_modules', true]]],
     [
@@ -115,7 +121,14 @@ describe('keptNames', () => {
     ],
     ['a name that is not ASCII, as its bytes', ['/zé/'], [[Buffer.from('zé').toString('latin1'), true]]],
   ] as const)('%s', (_name, keep, expected) => {
-    expect([...(keptNames(keep) ?? [])]).toEqual(expected);
+    const names = keptAsNames(keep);
+    expect(names).not.toBeNull();
+    // Each name kept as a folder; as a file or link too unless only a folder is kept there.
+    const kept = keptMatcher(names ?? []);
+    for (const [path, folderOnly] of expected) {
+      expect(kept(path, true)).toBe(true);
+      expect(kept(path, false)).toBe(!folderOnly);
+    }
   });
   it.each([
     ['not anchored', 'node_modules/'],
@@ -125,7 +138,7 @@ describe('keptNames', () => {
     ['a negation', '/!x'],
     ['the top itself', '/'],
   ])('leaves %s to git', (_name, pattern) => {
-    expect(keptNames([pattern])).toBeNull();
+    expect(keptAsNames([pattern])).toBeNull();
   });
 });
 
