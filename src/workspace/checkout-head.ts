@@ -6,7 +6,7 @@
  */
 import { type BigIntStats, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { lstatOrNull, readTextOr } from './git-files.js';
+import { lstatOrNull, readTextOr, storedIn } from './git-files.js';
 import { isObjectId } from './ref-files.js';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
@@ -89,20 +89,18 @@ export function objectStores(dir: string): string[] {
 }
 
 /**
- * True when `id` is a loose object in the checkout's object store or one it borrows from: what a
- * small `fast-import` into the mission repo leaves. A packed object answers false, and the caller
+ * True when `id` is in the checkout's object store or one it borrows from, loose or in a pack the
+ * in-process reader finds (an attempt's commits, the gate's merges). Else false, and the caller
  * asks git.
  */
-function looseObjectVisible(gitDir: string, id: string): boolean {
-  return objectStoresOf(gitDir).some(
-    (dir) => lstatOrNull(join(dir, id.slice(0, 2), id.slice(2)))?.isFile() ?? false,
-  );
+function objectVisible(gitDir: string, id: string): boolean {
+  return storedIn(objectStoresOf(gitDir), id);
 }
 
 /**
  * Points the checkout's HEAD at `commit`, detached, as `git update-ref --no-deref HEAD` does (a
  * lock file renamed into place; the checkout's reflog is not kept), when the checkout can see the
- * commit as a loose object. False, with nothing changed, when it cannot tell or the lock is taken:
+ * commit (objectVisible()). False, with nothing changed, when it cannot tell or the lock is taken:
  * the caller then runs git, which refuses a commit it cannot see.
  */
 export function writeDetachedHead(dir: string, commit: string): boolean {
@@ -110,7 +108,7 @@ export function writeDetachedHead(dir: string, commit: string): boolean {
   const gitDir = gitDirOf(dir);
   // A reftable repository (git ≥ 2.45) keeps HEAD in its tables: the file would be ignored.
   if (present(join(commonDirOf(gitDir), 'reftable'))) return false;
-  if (!looseObjectVisible(gitDir, commit)) return false;
+  if (!objectVisible(gitDir, commit)) return false;
   const lock = join(gitDir, 'HEAD.lock');
   try {
     writeFileSync(lock, `${commit}\n`, { flag: 'wx' });

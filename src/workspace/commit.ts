@@ -143,11 +143,14 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
 }
 
 /**
- * A small import leaves loose objects (fewer than fast-import's unpack limit of 100), and nothing
- * else packs them in the mission repo: a push used to, through the receiving side's `gc --auto`.
- * So every `GC_EVERY`th import into a repo asks for `git gc --auto` (it returns at once below
- * git's thresholds, and packs in the background above them). Without it a 10,000-task mission
- * left 160,000 loose objects after 4,000 tasks.
+ * An import leaves a small pack (object-batch.ts; fast-import's small ones, loose objects), the
+ * gate's merges a few loose objects, and nothing else consolidates them in the mission repo: a
+ * push used to, through the receiving side's `gc --auto`. Without it a 10,000-task mission left
+ * 160,000 loose objects after 4,000 tasks; with a pack an attempt it would leave 10,000 packs, and
+ * `gc --auto` past 50 packs repacks the whole repository (a real one's hundreds of MB) each time
+ * it is asked. So every `GC_EVERY`th import rolls the small packs and the loose objects up into one
+ * with `git repack --geometric=2` (the packs are kept in a geometric progression: a large one is
+ * left alone, and the work follows what was added since).
  */
 const GC_EVERY = 50;
 const imports = new Map<string, number>();
@@ -156,7 +159,9 @@ async function housekeep(repo: string): Promise<void> {
   const count = (imports.get(repo) ?? 0) + 1;
   imports.set(repo, count);
   if (count % GC_EVERY !== 0) return;
-  await runGit(['gc', '--auto', '--quiet'], { cwd: repo, allowFailure: true }).catch(() => undefined);
+  await runGit(['repack', '-d', '-l', '-q', '--geometric=2'], { cwd: repo, allowFailure: true }).catch(
+    () => undefined,
+  );
 }
 
 /**

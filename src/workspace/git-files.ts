@@ -23,6 +23,7 @@ import {
 import { join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { runGit } from './git.js';
+import { packedHere, readPacked } from './pack-files.js';
 
 export interface CommitFields {
   readonly tree: string;
@@ -95,22 +96,33 @@ export function writeLooseObject(gitDir: string, type: string, body: Buffer): st
 }
 
 /**
- * The body of object `id` of `type` where it is loose in one of `stores` (object folders, searched
- * in order); null when it is in none of them, or is of another type.
+ * The body of object `id` of `type` where it is loose, or in a pack the reader follows
+ * (pack-files.ts), in one of `stores` (object folders, searched in order); null when it is in none
+ * of them, or is of another type.
  */
-export function readLooseObject(stores: readonly string[], id: string, type: string): Buffer | null {
+export function readStoredObject(stores: readonly string[], id: string, type: string): Buffer | null {
   for (const store of stores) {
     let stored: Buffer;
     try {
       stored = readFileSync(join(store, id.slice(0, 2), id.slice(2)));
     } catch {
-      continue;
+      const packed = readPacked(store, id);
+      if (!packed) continue;
+      return packed.type === type ? packed.body : null;
     }
     const raw = inflateSync(stored);
     const nul = raw.indexOf(0);
     return raw.subarray(0, nul).toString('latin1').split(' ')[0] === type ? raw.subarray(nul + 1) : null;
   }
   return null;
+}
+
+/** True when `id` is loose, or packed, in one of `stores`. */
+export function storedIn(stores: readonly string[], id: string): boolean {
+  return stores.some(
+    (store) =>
+      (lstatOrNull(join(store, id.slice(0, 2), id.slice(2)))?.isFile() ?? false) || packedHere(store, id),
+  );
 }
 
 /** True when something is at `path`. */

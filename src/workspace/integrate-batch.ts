@@ -18,10 +18,11 @@ import {
   readGit,
   runGit,
 } from './git.js';
-import { cachedWriteRules, commitBody, writeLooseObject } from './git-files.js';
+import { cachedWriteRules, commitBody } from './git-files.js';
 import { looseMerge } from './loose-merge.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
+import { ObjectBatch } from './object-batch.js';
 import { type RefWrite, writeRefFile } from './ref-files.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
 
@@ -58,8 +59,11 @@ export type IntegrateResult =
 /** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
 interface Place {
   readonly dir: string;
-  /** `dir`'s git directory, where a merge commit may be written in-process (git-files.ts); null: git writes it. */
-  readonly gitDir: string | null;
+  /**
+   * The objects of `dir`'s git directory made in-process this batch (merged trees, merge commits),
+   * written together before git or a ref sees them; null: git writes every one.
+   */
+  readonly batch: ObjectBatch | null;
   readonly remote: boolean;
   readonly branchRef: string;
 }
@@ -70,10 +74,14 @@ function placeOf(cache: RepoCache, missionId: string): Place {
   return {
     dir: remote ? cache.dir : cache.repo,
     // A local repo whose git directory could not be read: commit-tree, which finds it itself.
-    gitDir: remote ? join(cache.dir, '.git') : cache.localGitDir,
+    batch: objectBatchAt(remote ? join(cache.dir, '.git') : cache.localGitDir),
     remote,
     branchRef: `refs/heads/${branch}`,
   };
+}
+
+function objectBatchAt(gitDir: string | null): ObjectBatch | null {
+  return gitDir === null ? null : new ObjectBatch(gitDir);
 }
 
 /** The reflog message of a publish to a local mission repo. */
@@ -86,9 +94,9 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
   const first = requests[0];
   if (!first) return new Map();
   const { cache, missionId } = first;
-  const place = placeOf(cache, missionId);
   const maxTries = first.maxTries ?? 8;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
+    const place = placeOf(cache, missionId);
     // A URL's tip is fetched with the work; a local mission repo's is read from its files as it is
     // now (remoteCommit()), without a fetch, which would wait behind the cache's checkouts.
     if (place.remote) await cache.fetch([integrationBranch(missionId), ...requests.map((r) => r.ref)]);
@@ -110,6 +118,8 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
       const result = resultOf(merged, head.commit);
       for (const id of merge.attemptIds) results.set(id, result);
     }
+    // The batch's merges on disk (one pack) before the branch can point at them.
+    place.batch?.write();
     if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
       return results;
     }
@@ -192,8 +202,10 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
 async function mergeOne(place: Place, head: Head, workCommit: string, message: string): Promise<MergeOne> {
   const dir = place.dir;
   // The work's changes on paths the tip has as the base had them: no merge of any file to do.
-  const tree = place.gitDir ? await looseMerge({ gitDir: place.gitDir, head, work: workCommit }) : null;
+  const tree = place.batch ? await looseMerge({ batch: place.batch, head, work: workCommit }) : null;
   if (tree) return withMergeCommit(place, head, tree, workCommit, message);
+  // git merges from the tip, which may be an earlier merge of this batch.
+  place.batch?.write();
   // Without --messages, git prints its CONFLICT lines for a conflicted merge only.
   const args = ['merge-tree', '--write-tree', '--name-only', '-z', head.commit, workCommit];
   const merged = await runGit(args, { cwd: dir, allowFailure: true });
@@ -222,16 +234,15 @@ async function withMergeCommit(place: Place, head: Head, tree: string, workCommi
 }
 
 /**
- * The merge commit: written in-process as a loose object where the repository asks for nothing
- * more (git-files.ts), else by `git commit-tree` (a signed commit, say). The same identity either way.
+ * The merge commit: made in-process, held in the batch, where the repository asks for nothing more
+ * (git-files.ts), else by `git commit-tree` (a signed commit, say). The same identity either way.
  */
 async function mergeCommit(place: Place, tree: string, parents: readonly string[], message: string) {
   const dir = place.dir;
-  if (place.gitDir && (await cachedWriteRules(place.gitDir)).plain) {
+  if (place.batch && (await cachedWriteRules(place.batch.gitDir)).plain) {
     const identity = await cachedCommitIdentity(dir);
     const now = new Date();
-    return writeLooseObject(
-      place.gitDir,
+    return place.batch.put(
       'commit',
       commitBody({
         tree,
@@ -244,6 +255,7 @@ async function mergeCommit(place: Place, tree: string, parents: readonly string[
       }),
     );
   }
+  place.batch?.write();
   const commit = await runGit(
     [
       ...NO_HOOKS,
@@ -284,12 +296,13 @@ async function publish(place: Place, head: string, tip: string): Promise<'publis
 }
 
 async function publishInFiles(place: Place, head: string, tip: string): Promise<RefWrite> {
-  if (!place.gitDir) return 'declined';
-  const rules = await cachedWriteRules(place.gitDir);
+  if (!place.batch) return 'declined';
+  const gitDir = place.batch.gitDir;
+  const rules = await cachedWriteRules(gitDir);
   const identity = await cachedCommitIdentity(place.dir);
   // Without an identity git writes the reflog under a name it makes up itself: git does it.
   if (!rules.plain || !identity.configured) return 'declined';
-  return writeRefFile(place.gitDir, place.branchRef, head, {
+  return writeRefFile(gitDir, place.branchRef, head, {
     expected: tip,
     log: { committer: identity.committer, message: PUBLISH_MESSAGE, mode: rules.refLogs },
   });

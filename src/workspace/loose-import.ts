@@ -1,17 +1,18 @@
 /**
  * An attempt's commits written in-process into a local mission repo, as `git fast-import` would
- * write them (the same objects, so the same ids), when every tree they touch is a loose object
- * there: the usual case, since the integration tip's trees are written loose by the gate's
- * `merge-tree`. Blobs, the changed trees and the two commits are loose objects (git-files.ts),
- * and the attempt's ref a file renamed into place. Two git processes fewer a task (`fast-import`
- * and the `unpack-objects` it starts). Null whenever git must do it (a packed tree, an object
- * store elsewhere, a repository asking for more than plain objects): the caller runs fast-import.
+ * write them (the same objects, so the same ids), when every tree they touch can be read
+ * in-process there (loose, or in a pack pack-files.ts reads). Blobs, the changed trees and the two
+ * commits go into one pack (object-batch.ts), and the attempt's ref is a file renamed into place.
+ * Two git processes fewer a task (`fast-import` and the `unpack-objects` it starts). Null whenever
+ * git must do it (a tree it cannot read, an object store elsewhere, a repository asking for more
+ * than plain objects): the caller runs fast-import.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ATTEMPT_REF_PREFIX } from '../shared/contracts.js';
 import type { ImportCommit } from './fast-import.js';
-import { cachedWriteRules, commitBody, readLooseObject, writeLooseObject } from './git-files.js';
+import { cachedWriteRules, commitBody, readStoredObject } from './git-files.js';
+import { ObjectBatch } from './object-batch.js';
 import { isObjectId, writeRefFile } from './ref-files.js';
 
 /** One entry of a tree object. */
@@ -61,12 +62,12 @@ export function treeBody(entries: readonly TreeRecord[]): Buffer {
   );
 }
 
-/** Raised when an object the import needs is not loose here: git does it instead. */
-class NotLoose extends Error {}
+/** Raised when the import needs what it cannot do in-process (an object it cannot read): git does it. */
+class GitMustDoIt extends Error {}
 
-function readLoose(gitDir: string, id: string, type: string): Buffer {
-  const body = readLooseObject([join(gitDir, 'objects')], id, type);
-  if (!body) throw new NotLoose(`${id}: not a loose ${type}`);
+function readLoose(batch: ObjectBatch, id: string, type: string): Buffer {
+  const body = batch.read(id, type) ?? readStoredObject([join(batch.gitDir, 'objects')], id, type);
+  if (!body) throw new GitMustDoIt(`${id}: no ${type} read here`);
   return body;
 }
 
@@ -83,13 +84,13 @@ function newLevel(): Level {
 }
 
 /** The tree `base` with `level`'s changes applied, written; null when it ends up empty. */
-function applyLevel(gitDir: string, base: string | null, level: Level): string | null {
+function applyLevel(batch: ObjectBatch, base: string | null, level: Level): string | null {
   // Keyed by the name's bytes, so a name that is not UTF-8 in the base is kept as it is.
   const entries = new Map<string, TreeRecord>();
   if (base) {
-    for (const entry of parseTree(readLoose(gitDir, base, 'tree'))) {
+    for (const entry of parseTree(readLoose(batch, base, 'tree'))) {
       // A zero-padded mode (`040000`, old tools) fast-import rewrites: git does it.
-      if (entry.mode.startsWith('0')) throw new NotLoose(`${base}: a zero-padded mode`);
+      if (entry.mode.startsWith('0')) throw new GitMustDoIt(`${base}: a zero-padded mode`);
       entries.set(entry.name.toString('latin1'), entry);
     }
   }
@@ -98,7 +99,7 @@ function applyLevel(gitDir: string, base: string | null, level: Level): string |
     if ('deleted' in change) {
       const existing = entries.get(name);
       // fast-import's `D` of a folder removes it whole; flotilla lists files, so git does that one.
-      if (existing?.mode === TREE_MODE) throw new NotLoose(`${name}: a folder deleted`);
+      if (existing?.mode === TREE_MODE) throw new GitMustDoIt(`${name}: a folder deleted`);
       if (existing) changed = entries.delete(name);
       continue;
     }
@@ -108,7 +109,7 @@ function applyLevel(gitDir: string, base: string | null, level: Level): string |
   for (const [name, sub] of level.folders) {
     const existing = entries.get(name);
     const before = existing?.mode === TREE_MODE ? existing.id : null;
-    const tree = applyLevel(gitDir, before, sub);
+    const tree = applyLevel(batch, before, sub);
     if (tree === before) continue;
     changed = true;
     if (tree === null) entries.delete(name);
@@ -117,7 +118,7 @@ function applyLevel(gitDir: string, base: string | null, level: Level): string |
   // Nothing changed here (a deletion of what was not there): the tree stays, an empty one too.
   if (!changed) return base;
   if (entries.size === 0) return null;
-  return writeLooseObject(gitDir, 'tree', treeBody([...entries.values()]));
+  return batch.put('tree', treeBody([...entries.values()]));
 }
 
 /** A change of one file: its new mode and blob, or its deletion. */
@@ -126,7 +127,7 @@ export type TreeEdit =
   | { readonly path: string; readonly deleted: true };
 
 /** The tree `base` with `changes` applied, written (the empty tree when nothing is left). */
-function editTree(gitDir: string, base: string, changes: readonly TreeEdit[]): string {
+function editTree(batch: ObjectBatch, base: string, changes: readonly TreeEdit[]): string {
   const level = newLevel();
   for (const change of changes) {
     // Path parts as their UTF-8 bytes (in a latin1 string), as the tree keys them.
@@ -143,18 +144,23 @@ function editTree(gitDir: string, base: string, changes: readonly TreeEdit[]): s
     }
     at.files.set(file, 'deleted' in change ? { deleted: true } : { mode: change.mode, id: change.id });
   }
-  return applyLevel(gitDir, base, level) ?? writeLooseObject(gitDir, 'tree', Buffer.alloc(0));
+  return applyLevel(batch, base, level) ?? batch.put('tree', Buffer.alloc(0));
 }
 
 /**
- * The tree `base` of the repository at `gitDir` with `changes` applied, written there as loose
- * objects; null when a tree along a changed path is not loose there (git must do it).
+ * The tree `base` of the batch's repository with `changes` applied, its new trees held in `batch`
+ * (written with it); null when a tree along a changed path cannot be read in-process (git must do
+ * it).
  */
-export function applyTreeEdits(gitDir: string, base: string, changes: readonly TreeEdit[]): string | null {
+export function applyTreeEdits(
+  batch: ObjectBatch,
+  base: string,
+  changes: readonly TreeEdit[],
+): string | null {
   try {
-    return editTree(gitDir, base, changes);
+    return editTree(batch, base, changes);
   } catch (error) {
-    if (error instanceof NotLoose) return null;
+    if (error instanceof GitMustDoIt) return null;
     throw error;
   }
 }
@@ -176,12 +182,13 @@ export async function looseImport(
   const rules = await cachedWriteRules(gitDir);
   if (!rules.plain || rules.ignoreCase) return null;
   try {
+    const batch = new ObjectBatch(gitDir);
     const ids: string[] = [];
     const marks = new Map<string, { commit: string; tree: string }>();
     for (const commit of commits) {
       const parent = commit.parent.startsWith(':')
         ? marks.get(commit.parent)
-        : loadCommit(gitDir, commit.parent);
+        : loadCommit(batch, commit.parent);
       if (!parent) return null;
       const changes: TreeEdit[] = [];
       for (const entry of commit.entries) {
@@ -191,13 +198,12 @@ export async function looseImport(
             : {
                 path: entry.path,
                 mode: entry.mode,
-                id: writeLooseObject(gitDir, 'blob', Buffer.from(entry.content)),
+                id: batch.put('blob', Buffer.from(entry.content)),
               },
         );
       }
-      const tree = editTree(gitDir, parent.tree, changes);
-      const id = writeLooseObject(
-        gitDir,
+      const tree = editTree(batch, parent.tree, changes);
+      const id = batch.put(
         'commit',
         commitBody({
           tree,
@@ -213,11 +219,12 @@ export async function looseImport(
       ids.push(id);
     }
     const last = ids.at(-1);
+    batch.write();
     // Forced, as fast-import's update: an attempt's ref is that attempt's alone.
     if (!last || (await writeRefFile(gitDir, ref, last)) !== 'written') return null;
     return ids;
   } catch (error) {
-    if (error instanceof NotLoose) return null;
+    if (error instanceof GitMustDoIt) return null;
     throw error;
   }
 }
@@ -251,10 +258,10 @@ export function refNameGitTakes(ref: string): boolean {
   return ref.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'));
 }
 
-/** A commit's id and tree, from its loose object. */
-function loadCommit(gitDir: string, id: string): { commit: string; tree: string } | null {
+/** A commit's id and tree, read in-process. */
+function loadCommit(batch: ObjectBatch, id: string): { commit: string; tree: string } | null {
   if (!isObjectId(id) || id.length !== 40) return null;
-  const body = readLoose(gitDir, id, 'commit');
+  const body = readLoose(batch, id, 'commit');
   const tree = body
     .subarray(0, 46)
     .toString('latin1')

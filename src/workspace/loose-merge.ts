@@ -2,16 +2,17 @@
  * The gate's merge of a work commit into the integration tip done in-process, where git's answer
  * needs no merge of any file: the work's own changes (against the base it was made on) land on
  * paths the tip still has as the base had them. The merged tree is then the tip's with the work's
- * changes applied, written as loose objects (loose-import.ts), one `git merge-tree` process fewer
- * a task. Everything else is left to `merge-tree` (null): a path both sides changed (even the
- * same way), a folder one side removed that the other changed (git's rename detection may move a
- * file across it), a work commit the tip already holds, an object that is not loose, a repository
+ * changes applied, held in the caller's batch of objects (object-batch.ts), one `git merge-tree`
+ * process fewer a task. Everything else is left to `merge-tree` (null): a path both sides changed
+ * (even the same way), a folder one side removed that the other changed (git's rename detection
+ * may move a file across it), a work commit the tip already holds, an object not read here, a repository
  * that matches names ignoring case. test/workspace/loose-merge.test.ts holds the answers to
  * merge-tree's on random changes.
  */
 import { cachedWriteRules } from './git-files.js';
 import { applyTreeEdits, type TreeEdit, type TreeRecord } from './loose-import.js';
 import { entryAt, repoReader, treeDiff } from './loose-trees.js';
+import type { ObjectBatch } from './object-batch.js';
 
 /** Merges walked back from the tip to the work's base before git is asked instead. */
 const MAX_WALK = 1_000;
@@ -20,8 +21,8 @@ const MAX_WALK = 1_000;
 const MAX_FILES = 2_000;
 
 export interface LooseMergeOptions {
-  /** The repository's git directory (a bare repository's is the repository itself). */
-  readonly gitDir: string;
+  /** Holds the merged trees until the caller writes them; its repository's objects are read. */
+  readonly batch: ObjectBatch;
   readonly head: { readonly commit: string; readonly tree: string };
   readonly work: string;
 }
@@ -29,9 +30,10 @@ export interface LooseMergeOptions {
 /** The merged tree, as `git merge-tree --write-tree <head> <work>` would write it; null: ask git. */
 export async function looseMerge(options: LooseMergeOptions): Promise<string | null> {
   const { head, work } = options;
-  if ((await cachedWriteRules(options.gitDir)).ignoreCase) return null;
+  const { batch } = options;
+  if ((await cachedWriteRules(batch.gitDir)).ignoreCase) return null;
   try {
-    const reader = await repoReader(options.gitDir);
+    const reader = await repoReader(batch.gitDir, batch);
     const [base, ...more] = await reader.parentsOf(work);
     if (!base || more.length > 0) return null;
     // The base must be on the tip's first-parent line (the integration branch's merges), and the
@@ -68,9 +70,9 @@ export async function looseMerge(options: LooseMergeOptions): Promise<string | n
         ? { path: file.path, mode: file.after.mode, id: file.after.id }
         : { path: file.path, deleted: true },
     );
-    return applyTreeEdits(options.gitDir, head.tree, edits);
+    return applyTreeEdits(batch, head.tree, edits);
   } catch {
-    // Not loose here, or not as git writes it: git merges.
+    // Not read here, or not as git writes it: git merges.
     return null;
   }
 }

@@ -3,13 +3,14 @@
  * paths differ between two commits (`diff-index --cached` against an index known to hold the
  * first), and what a commit holds at a few paths (`ls-tree -r -- <paths>`). Only the trees along
  * what differs are read, so the cost follows the change, not the size of the tree: on the kernel
- * tree each of those git processes reads an 8 MB index. Objects are read where they are loose (the
- * gate's merges and an attempt's commits are); a packed one, a name that is not UTF-8 or more
- * paths than the caller's limit answers null, and the caller asks git.
+ * tree each of those git processes reads an 8 MB index. Objects are read loose or from packs
+ * (pack-files.ts); one the reader cannot find, a name that is not UTF-8 or more paths than the
+ * caller's limit answers null, and the caller asks git.
  */
 import { objectStores, objectStoresOf } from './checkout-head.js';
-import { readLooseObject } from './git-files.js';
+import { readStoredObject } from './git-files.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
+import type { ObjectBatch } from './object-batch.js';
 import { isObjectId } from './ref-files.js';
 
 const TREE_MODE = '40000';
@@ -37,15 +38,18 @@ export async function looseReader(dir: string): Promise<LooseReader> {
   return looseReaderOf(objectStores(dir));
 }
 
-/** A reader of the repository whose git directory is `gitDir` (a bare one's is itself). */
-export async function repoReader(gitDir: string): Promise<LooseReader> {
-  return looseReaderOf(objectStoresOf(gitDir));
+/**
+ * A reader of the repository whose git directory is `gitDir` (a bare one's is itself); `held`:
+ * objects made but not written yet, read first.
+ */
+export async function repoReader(gitDir: string, held?: ObjectBatch): Promise<LooseReader> {
+  return looseReaderOf(objectStoresOf(gitDir), held);
 }
 
-function looseReaderOf(stores: readonly string[]): LooseReader {
+function looseReaderOf(stores: readonly string[], held?: ObjectBatch): LooseReader {
   const read = async (id: string, type: string): Promise<Buffer> => {
     if (!isObjectId(id) || id.length !== 40) throw new GitMustAnswer(id);
-    const body = await readLooseObject(stores, id, type);
+    const body = held?.read(id, type) ?? readStoredObject(stores, id, type);
     if (!body) throw new GitMustAnswer(id);
     return body;
   };

@@ -68,14 +68,22 @@ describe('writeDetachedHead', () => {
     expect(await detachedHead(worktree)).toBe(before);
   });
 
-  it('leaves HEAD alone for a packed commit, which only git can find', async () => {
+  it('moves HEAD to a packed commit it reads, and leaves it alone for one only git could find', async () => {
     const packed = await commitIn(origin, 'packed');
     await runGit(['update-ref', 'refs/heads/packed', packed], { cwd: origin });
     await runGit(['repack', '-a', '-d', '-q'], { cwd: origin });
     await runGit(['prune-packed'], { cwd: origin });
-    const before = await detachedHead(worktree);
-    expect(await writeDetachedHead(worktree, packed)).toBe(false);
-    expect(await detachedHead(worktree)).toBe(before);
+    expect(await writeDetachedHead(worktree, packed)).toBe(true);
+    expect(await detachedHead(worktree)).toBe(packed);
+    // A pack whose index is of version 1 (git before 1.5.2) the reader does not read.
+    const older = await commitIn(origin, 'older');
+    await runGit(['update-ref', 'refs/heads/older', older], { cwd: origin });
+    await runGit(['-c', 'pack.indexVersion=1', 'repack', '-a', '-d', '-q'], { cwd: origin });
+    await runGit(['prune-packed'], { cwd: origin });
+    expect(await writeDetachedHead(worktree, older)).toBe(false);
+    expect(await detachedHead(worktree)).toBe(packed);
+    expect(await writeDetachedHead(worktree, '1'.repeat(40))).toBe(false);
+    expect(await detachedHead(worktree)).toBe(packed);
   });
 
   it('leaves HEAD and a lock it did not take alone', async () => {

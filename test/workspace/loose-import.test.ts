@@ -187,10 +187,24 @@ describe('an attempt’s commits written in-process', () => {
     ).toBeNull();
   });
 
-  it('leaves it to git when a tree it needs is packed', async () => {
+  it('reads the trees it needs from git’s packs, deltas and all', async () => {
+    const random = createRandom(8);
+    const { dir, gitDir, base, files } = await baseRepo(random);
+    await runGit(['repack', '-a', '-d', '-q', '-f'], { cwd: dir });
+    await runGit(['prune-packed'], { cwd: dir });
+    const work = randomEntries(random, files);
+    const ours = await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []));
+    const theirs = await fastImport(dir, commitsOf('refs/flotilla/theirs', base, work, []));
+    expect(ours).toEqual(theirs);
+    expect(
+      (await runGit(['fsck', '--strict', '--no-dangling'], { cwd: dir, allowFailure: true })).exitCode,
+    ).toBe(0);
+  });
+
+  it('leaves it to git when a tree it needs is where it does not read (an index of version 1)', async () => {
     const random = createRandom(7);
     const { dir, gitDir, base, files } = await baseRepo(random);
-    await runGit(['repack', '-a', '-d', '-q'], { cwd: dir });
+    await runGit(['-c', 'pack.indexVersion=1', 'repack', '-a', '-d', '-q'], { cwd: dir });
     await runGit(['prune-packed'], { cwd: dir });
     const work = randomEntries(random, files);
     expect(await looseImport(gitDir, commitsOf('refs/flotilla/ours', base, work, []))).toBeNull();

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseMerge } from '../../src/workspace/loose-merge.js';
+import { ObjectBatch } from '../../src/workspace/object-batch.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
@@ -28,6 +29,18 @@ afterAll(async () => {
 });
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
+
+/** looseMerge() with the objects it made written, as the gate's batch does before git reads them. */
+async function mergeAndWrite(options: {
+  gitDir: string;
+  head: { commit: string; tree: string };
+  work: string;
+}): Promise<string | null> {
+  const batch = new ObjectBatch(options.gitDir);
+  const tree = await looseMerge({ batch, head: options.head, work: options.work });
+  batch.write();
+  return tree;
+}
 
 /** Random changes in the checkout, with `names` for the paths; a folder renamed now and then. */
 async function change(dir: string, random: Random, names: readonly string[], tag: string): Promise<void> {
@@ -86,7 +99,7 @@ describe('the gate’s merge done in-process', () => {
   it.each(SEEDS)('answers only where git merges cleanly, with git’s tree (seed %i)', async (seed) => {
     const { dir, gitDir, tip, work } = await tipAndWork(seed);
     const head = { commit: tip, tree: await git(dir, 'rev-parse', `${tip}^{tree}`) };
-    const tree = await looseMerge({ gitDir, head, work });
+    const tree = await mergeAndWrite({ gitDir, head, work });
     if (tree === null) return;
     answered++;
     expect(await gitMerge(dir, tip, work)).toEqual({ clean: true, tree });
@@ -105,13 +118,13 @@ describe('the gate’s merge done in-process', () => {
     const tipTree = await git(dir, 'rev-parse', `${tip}^{tree}`);
     const mergedTree = (await gitMerge(dir, tip, work)).tree;
     const merge = await git(dir, ...ID, 'commit-tree', mergedTree, '-p', tip, '-p', work, '-m', 'merged');
-    expect(await looseMerge({ gitDir, head: { commit: merge, tree: mergedTree }, work })).toBeNull();
+    expect(await mergeAndWrite({ gitDir, head: { commit: merge, tree: mergedTree }, work })).toBeNull();
     // The work's base is no ancestor of this tip: git finds the merge base.
     const elsewhere = await git(dir, ...ID, 'commit-tree', tipTree, '-m', 'unrelated');
-    expect(await looseMerge({ gitDir, head: { commit: elsewhere, tree: tipTree }, work })).toBeNull();
+    expect(await mergeAndWrite({ gitDir, head: { commit: elsewhere, tree: tipTree }, work })).toBeNull();
     // An empty work commit merges to the tip's own tree.
     const empty = await git(dir, ...ID, 'commit-tree', `${base}^{tree}`, '-p', base, '-m', 'nothing');
-    expect(await looseMerge({ gitDir, head: { commit: tip, tree: tipTree }, work: empty })).toBe(tipTree);
+    expect(await mergeAndWrite({ gitDir, head: { commit: tip, tree: tipTree }, work: empty })).toBe(tipTree);
   });
 
   /** A base of `files`; the tip and the work each `change`d from it; the in-process and git's merge. */
@@ -135,7 +148,7 @@ describe('the gate’s merge done in-process', () => {
     const work = await commitAll(dir, 'work');
     const head = { commit: tip, tree: await git(dir, 'rev-parse', `${tip}^{tree}`) };
     return {
-      inProcess: await looseMerge({ gitDir: join(dir, '.git'), head, work }),
+      inProcess: await mergeAndWrite({ gitDir: join(dir, '.git'), head, work }),
       byGit: await gitMerge(dir, tip, work),
     };
   }
@@ -194,7 +207,7 @@ describe('the gate’s merge done in-process', () => {
     const tree = await git(bare, 'rev-parse', `${tip}^{tree}`);
     const byGit = await gitMerge(bare, tip, work);
     expect(byGit.clean).toBe(true);
-    expect(await looseMerge({ gitDir: bare, head: { commit: tip, tree }, work })).toBe(byGit.tree);
+    expect(await mergeAndWrite({ gitDir: bare, head: { commit: tip, tree }, work })).toBe(byGit.tree);
   });
 
   it('merges in-process when the tip moved on by merges of other work, and git agrees', async () => {
@@ -216,7 +229,7 @@ describe('the gate’s merge done in-process', () => {
       '-m',
       'merge other',
     );
-    const tree = await looseMerge({ gitDir, head: { commit: merge, tree: first.tree }, work });
+    const tree = await mergeAndWrite({ gitDir, head: { commit: merge, tree: first.tree }, work });
     const byGit = await gitMerge(dir, merge, work);
     if (byGit.clean) expect(tree === null || tree === byGit.tree).toBe(true);
     else expect(tree).toBeNull();
