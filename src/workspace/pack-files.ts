@@ -154,7 +154,6 @@ interface PackIndex {
   readonly sortedOffsets: Float64Array;
   /** Where the objects end: the pack's size less its checksum. */
   readonly dataEnd: number;
-  fd: number | null;
 }
 
 /** The packs of one object store, by index file name; listed again when a lookup misses. */
@@ -165,7 +164,13 @@ interface StorePacks {
   packs: Map<string, PackIndex | null>;
 }
 
+/**
+ * The stores read lately, the latest last. A host reads a few (its mission repos and their caches);
+ * more than this and the one read longest ago is forgotten (its indexes are memory: 28 bytes an
+ * object, 2.5 MB for the kernel tree).
+ */
 const stores = new Map<string, StorePacks>();
+const STORES_KEPT = 16;
 
 /** After this process wrote a pack into `objectsDir`: the next lookup lists the folder again. */
 function forgetPacks(objectsDir: string): void {
@@ -223,13 +228,16 @@ function readPackIndex(path: string): PackIndex | null {
     offsets,
     sortedOffsets,
     dataEnd: packSize - 20,
-    fd: null,
   };
 }
 
 /** The packs of `objectsDir` as its folder lists them now; `refresh` lists it again. */
 function packsOf(objectsDir: string, refresh: boolean): StorePacks {
   let known = stores.get(objectsDir);
+  if (known) {
+    stores.delete(objectsDir);
+    stores.set(objectsDir, known);
+  }
   if (known && !refresh && !known.stale) return known;
   let names: string[];
   try {
@@ -249,11 +257,12 @@ function packsOf(objectsDir: string, refresh: boolean): StorePacks {
   for (const name of names) {
     packs.set(name, known?.packs.get(name) ?? readPackIndex(join(objectsDir, 'pack', name)));
   }
-  for (const [name, pack] of known?.packs ?? []) {
-    if (!packs.has(name) && pack?.fd != null) closeSync(pack.fd);
-  }
   known = { listing, stale: false, packs };
   stores.set(objectsDir, known);
+  for (const oldest of stores.keys()) {
+    if (stores.size <= STORES_KEPT) break;
+    stores.delete(oldest);
+  }
   return known;
 }
 
@@ -273,13 +282,35 @@ function positionOf(index: PackIndex, id: Buffer): number {
   return -1;
 }
 
+/**
+ * The pack files one read has open: a delta chain reads one pack many times. Closed when the read
+ * ends, so a pack a repack removed is not held on disk by this process.
+ */
+class OpenPacks {
+  private readonly open = new Map<string, number>();
+
+  fd(path: string): number {
+    let fd = this.open.get(path);
+    if (fd === undefined) {
+      fd = openSync(path, 'r');
+      this.open.set(path, fd);
+    }
+    return fd;
+  }
+
+  close(): void {
+    for (const fd of this.open.values()) closeSync(fd);
+    this.open.clear();
+  }
+}
+
 /** The bytes of `pack` from `start` up to `end`. */
-function readRange(pack: PackIndex, start: number, end: number): Buffer {
-  pack.fd ??= openSync(pack.packPath, 'r');
+function readRange(files: OpenPacks, pack: PackIndex, start: number, end: number): Buffer {
+  const fd = files.fd(pack.packPath);
   const out = Buffer.allocUnsafe(end - start);
   let done = 0;
   while (done < out.length) {
-    const read = readSync(pack.fd, out, done, out.length - done, start + done);
+    const read = readSync(fd, out, done, out.length - done, start + done);
     if (read === 0) throw new Error(`${pack.packPath}: shorter than its index says`);
     done += read;
   }
@@ -306,13 +337,14 @@ interface Unpacked {
 
 /** The object at `offset` of `pack`, its deltas applied; `lookup` finds a REF_DELTA's base. */
 function unpackAt(
+  files: OpenPacks,
   pack: PackIndex,
   offset: number,
   lookup: (id: string) => Unpacked | null,
   depth = 0,
 ): Unpacked {
   if (depth > MAX_DELTA_DEPTH) throw new Error(`${pack.packPath}: a delta chain without end`);
-  const raw = readRange(pack, offset, endOf(pack, offset));
+  const raw = readRange(files, pack, offset, endOf(pack, offset));
   let at = 0;
   let byte = raw[at++] ?? 0;
   const code = (byte >> 4) & 7;
@@ -328,7 +360,7 @@ function unpackAt(
       byte = raw[at++] ?? 0;
       back = (back + 1) * 128 + (byte & 0x7f);
     }
-    const base = unpackAt(pack, offset - back, lookup, depth + 1);
+    const base = unpackAt(files, pack, offset - back, lookup, depth + 1);
     return { code: base.code, body: applyDelta(base.body, inflated(raw.subarray(at), size)) };
   }
   if (code === REF_DELTA) {
@@ -386,25 +418,33 @@ export function applyDelta(source: Buffer, delta: Buffer): Buffer {
   return out;
 }
 
-/** `id` in one of the packs of `objectsDir`: its type and body; null when none holds it. */
+/**
+ * `id` in one of the packs of `objectsDir`: its type and body; null when none holds it. The packs
+ * are listed again when none holds it, or the one that did is gone (a repack removed it).
+ */
 export function readPacked(objectsDir: string, id: string): { type: string; body: Buffer } | null {
   const raw = Buffer.from(id, 'hex');
   if (raw.length !== 20) return null;
-  const found = findIn(packsOf(objectsDir, false), raw) ?? findIn(packsOf(objectsDir, true), raw);
-  if (!found) return null;
-  try {
-    const lookup = (base: string): Unpacked | null => {
-      const object = readPacked(objectsDir, base);
-      const code = object ? TYPE_CODES[object.type] : undefined;
-      return object && code !== undefined ? { code, body: object.body } : null;
-    };
-    const { code, body } = unpackAt(found.pack, found.offset, lookup);
-    const type = TYPE_NAMES[code as 1 | 2 | 3 | 4];
-    return type ? { type, body } : null;
-  } catch {
-    // A pack removed under us (a repack) or one this reader cannot follow: git answers.
-    return null;
+  const lookup = (base: string): Unpacked | null => {
+    const object = readPacked(objectsDir, base);
+    const code = object ? TYPE_CODES[object.type] : undefined;
+    return object && code !== undefined ? { code, body: object.body } : null;
+  };
+  for (const refresh of [false, true]) {
+    const found = findIn(packsOf(objectsDir, refresh), raw);
+    if (!found) continue;
+    const files = new OpenPacks();
+    try {
+      const { code, body } = unpackAt(files, found.pack, found.offset, lookup);
+      const type = TYPE_NAMES[code as 1 | 2 | 3 | 4];
+      return type ? { type, body } : null;
+    } catch {
+      // A pack removed under us (listed again), or one this reader cannot follow: git answers.
+    } finally {
+      files.close();
+    }
   }
+  return null;
 }
 
 /** True when a pack of `objectsDir` holds `id`. */
