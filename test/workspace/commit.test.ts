@@ -101,6 +101,13 @@ function scratch(name: string): string {
   counter += 1;
   return join(root, `${name}-${counter}`);
 }
+/** `git count-objects -v`'s loose objects and packs. */
+async function objectCounts(repo: string): Promise<{ loose: number; packs: number }> {
+  const counts = await git(repo, 'count-objects', '-v');
+  const field = (name: string) => Number(counts.match(new RegExp(`^${name}: (\\d+)$`, 'm'))?.[1]);
+  return { loose: field('count'), packs: field('packs') };
+}
+
 async function git(cwd: string, ...args: string[]): Promise<string> {
   return (await runGit(args, { cwd })).stdout.replace(/\n$/, '');
 }
@@ -275,6 +282,48 @@ describe('commitAttempt', () => {
       `${committed.commit}\n${committed.workCommit}`,
     );
     expect(await git(checkout.dir, 'rev-parse', 'HEAD')).toBe(committed.commit);
+    await removeWorktree(checkout.dir);
+  });
+
+  it('writes the attempt’s objects into the mission repo as one pack, none loose', async () => {
+    const made = await checkoutOf('c9', { 'a.txt': 'a\n', 'deep/er/b.txt': 'b\n' });
+    const { prepared, checkout } = made;
+    await writeFile(join(checkout.dir, 'a.txt'), 'a, changed\n');
+    await writeFile(join(checkout.dir, 'deep/er/b.txt'), 'b, changed\n');
+    await writeFile(join(checkout.dir, 'deep/er/c.txt'), 'c\n');
+    const before = await objectCounts(prepared.repo);
+    const { ref, committed } = await commitLocally(made, 'c9');
+    const after = await objectCounts(prepared.repo);
+    expect(after.loose).toBe(before.loose);
+    expect(after.packs).toBe(before.packs + 1);
+    expect(await git(prepared.repo, 'rev-parse', ref)).toBe(committed.commit);
+    expect(await git(prepared.repo, 'show', `${committed.workCommit}:deep/er/c.txt`)).toBe('c');
+    expect((await runGit(['fsck', '--strict', '--no-dangling'], { cwd: prepared.repo })).exitCode).toBe(0);
+    await removeWorktree(checkout.dir);
+  });
+
+  it('rolls the mission repo’s small packs up as imports go on, every attempt still there', async () => {
+    const made = await checkoutOf('c10', { 'a.txt': 'a\n' });
+    const { prepared, checkout } = made;
+    let base = checkout.baseCommit;
+    const refs: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      await writeFile(join(checkout.dir, `f${i}.txt`), `${i}\n`);
+      const ref = attemptRef('c10', `t${i}`, 1);
+      const committed = await commitAttempt({
+        dir: checkout.dir,
+        message: `t${i}`,
+        ref,
+        baseCommit: base,
+        localRepo: prepared.repo,
+      });
+      refs.push(ref);
+      base = committed.commit;
+    }
+    // A pack an import: 60 without the roll-up at the 50th.
+    expect((await objectCounts(prepared.repo)).packs).toBeLessThan(20);
+    expect(await git(prepared.repo, 'show', `${refs.at(-1)}:f59.txt`)).toBe('59');
+    expect((await runGit(['fsck', '--strict', '--no-dangling'], { cwd: prepared.repo })).exitCode).toBe(0);
     await removeWorktree(checkout.dir);
   });
 

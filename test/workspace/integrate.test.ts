@@ -38,6 +38,13 @@ function scratch(name: string): string {
   return join(root, `${name}-${counter}`);
 }
 
+/** `git count-objects -v`'s loose objects and packs. */
+async function objectCounts(repo: string): Promise<{ loose: number; packs: number }> {
+  const counts = await git(repo, 'count-objects', '-v');
+  const field = (name: string) => Number(counts.match(new RegExp(`^${name}: (\\d+)$`, 'm'))?.[1]);
+  return { loose: field('count'), packs: field('packs') };
+}
+
 async function git(cwd: string, ...args: string[]): Promise<string> {
   return (await runGit(args, { cwd })).stdout.trim();
 }
@@ -137,6 +144,23 @@ describe('group commit', () => {
     expect(await git(prepared.repo, 'show', `${tip}:shared.txt`)).toBe('line 1\nfrom a\nline 3');
     // Nothing was checked out for the merge: the user's working tree is as prepareWorkspace left it.
     expect(await git(prepared.repo, 'status', '--porcelain')).toBe('');
+  });
+
+  it('writes a batch’s in-process merges into the mission repo as one pack, before publishing', async () => {
+    const prepared = await missionRepo('b4');
+    const h = await host(prepared.repo);
+    const a = await attempt(h, 'b4', 'a', { 'src/a.ts': 'export const a = 1;\n' });
+    const b = await attempt(h, 'b4', 'b', { 'src/b.ts': 'export const b = 1;\n' });
+    const c = await attempt(h, 'b4', 'c', { 'c.txt': 'c\n' });
+    const before = await objectCounts(prepared.repo);
+    const results = await Promise.all([integrateAttempt(a), integrateAttempt(b), integrateAttempt(c)]);
+    expect(results.every((result) => result.ok && !result.alreadyIntegrated)).toBe(true);
+    const after = await objectCounts(prepared.repo);
+    // Three merged trees, a `src` tree for two of them and three merge commits: one pack.
+    expect(after).toEqual({ loose: before.loose, packs: before.packs + 1 });
+    const tip = await tipOf(prepared.repo, 'b4');
+    expect((await git(prepared.repo, 'log', '--merges', '--format=%s', tip)).split('\n')).toHaveLength(3);
+    expect((await runGit(['fsck', '--strict', '--no-dangling'], { cwd: prepared.repo })).exitCode).toBe(0);
   });
 
   it('settles a replayed gate without merging again, whatever else is in its batch', async () => {
