@@ -14,6 +14,7 @@ import {
   runGit,
 } from './git.js';
 import { lstatOrNull } from './git-files.js';
+import { housekeep } from './housekeep.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
@@ -143,29 +144,7 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
 }
 
 /**
- * An import leaves a small pack (object-batch.ts; fast-import's small ones, loose objects), the
- * gate's merges a few loose objects, and nothing else consolidates them in the mission repo: a
- * push used to, through the receiving side's `gc --auto`. Without it a 10,000-task mission left
- * 160,000 loose objects after 4,000 tasks; with a pack an attempt it would leave 10,000 packs, and
- * `gc --auto` past 50 packs repacks the whole repository (a real one's hundreds of MB) each time
- * it is asked. So every `GC_EVERY`th import rolls the small packs and the loose objects up into one
- * with `git repack --geometric=2` (the packs are kept in a geometric progression: a large one is
- * left alone, and the work follows what was added since).
- */
-const GC_EVERY = 50;
-const imports = new Map<string, number>();
-
-async function housekeep(repo: string): Promise<void> {
-  const count = (imports.get(repo) ?? 0) + 1;
-  imports.set(repo, count);
-  if (count % GC_EVERY !== 0) return;
-  await runGit(['repack', '-d', '-l', '-q', '--geometric=2'], { cwd: repo, allowFailure: true }).catch(
-    () => undefined,
-  );
-}
-
-/**
- * The commits written in-process where every tree they touch is loose in the mission repo
+ * The commits written in-process where every tree they touch can be read there, loose or packed
  * (loose-import.ts: the same objects fast-import would write, two processes fewer); null when
  * git must write them.
  */

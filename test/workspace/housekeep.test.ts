@@ -1,0 +1,72 @@
+/**
+ * The mission repo's roll-up of small packs (src/workspace/housekeep.ts): flotilla's small packs
+ * become one, the repository's own large pack and a kept pack are left as they are, and every
+ * object stays readable.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readGit, runGit } from '../../src/workspace/git.js';
+import { objectId } from '../../src/workspace/git-files.js';
+import { rollUpSmallPacks, SMALL_PACK_BYTES } from '../../src/workspace/housekeep.js';
+import { readPacked, writePack } from '../../src/workspace/pack-files.js';
+
+let root: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'flotilla-housekeep-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
+
+async function packs(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, '.git', 'objects', 'pack')))
+    .filter((name) => name.endsWith('.pack'))
+    .sort();
+}
+
+describe('rollUpSmallPacks', () => {
+  it('rolls the small packs into one and leaves the large and the kept ones as they are', async () => {
+    const dir = join(root, 'repo');
+    await runGit(['init', '--quiet', dir], { cwd: root });
+    // The repository's own pack, larger than any flotilla writes (random bytes do not compress).
+    await writeFile(join(dir, 'big.bin'), randomBytes(SMALL_PACK_BYTES + 100_000));
+    await git(dir, 'add', 'big.bin');
+    await git(dir, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '--quiet', '-m', 'big');
+    await git(dir, 'repack', '-a', '-d', '-q');
+    const [large = ''] = await packs(dir);
+    const objects = join(dir, '.git', 'objects');
+    expect((await stat(join(objects, 'pack', large))).size).toBeGreaterThan(SMALL_PACK_BYTES);
+
+    const written = Array.from({ length: 6 }, (_, i) =>
+      Array.from({ length: 3 }, (_, j) => {
+        const body = Buffer.from(`pack ${i} object ${j}\n`);
+        return { ...objectId('blob', body), type: 'blob', body };
+      }),
+    );
+    for (const objectsOfOne of written) writePack(objects, objectsOfOne);
+    const before = await packs(dir);
+    expect(before).toHaveLength(7);
+    // A kept pack is the user's to keep.
+    const kept = before.find((name) => name !== large) ?? '';
+    await writeFile(join(objects, 'pack', kept.replace(/\.pack$/, '.keep')), '');
+
+    expect(await rollUpSmallPacks(dir, join(dir, '.git'))).toBe(5);
+    const after = await packs(dir);
+    expect(after).toHaveLength(3);
+    expect(after).toContain(large);
+    expect(after).toContain(kept);
+    for (const object of written.flat()) {
+      expect(readPacked(objects, object.id)).toEqual({ type: 'blob', body: object.body });
+      expect(await git(dir, 'cat-file', '-t', object.id)).toBe('blob');
+    }
+    expect((await runGit(['fsck', '--strict', '--no-dangling'], { cwd: dir })).exitCode).toBe(0);
+    // Nothing left to roll up: the new pack alone is small (the kept one does not count).
+    expect(await rollUpSmallPacks(dir, join(dir, '.git'))).toBe(0);
+  });
+});
