@@ -49,11 +49,14 @@ export async function housekeep(repo: string): Promise<void> {
  */
 export async function rollUpSmallPacks(repo: string, gitDir: string): Promise<number> {
   const folder = join(gitDir, 'objects', 'pack');
-  const small = smallPacks(folder);
+  const { small, others } = packsIn(folder);
   if (small.length < 2) return 0;
+  // The other packs named as excluded: pack-objects walks the history from the small packs'
+  // commits (to name their objects for its delta search) and stops at what those hold; without
+  // them it walked a long history whole (840 ms on the generated repository against 70 ms).
   const made = await runGit(['pack-objects', '--stdin-packs', '--quiet', join(folder, 'pack')], {
     cwd: repo,
-    input: `${small.join('\n')}\n`,
+    input: `${[...small, ...others.map((name) => `^${name}`)].join('\n')}\n`,
   });
   const name = `pack-${made.stdout.trim()}.pack`;
   if (!/^pack-[0-9a-f]{40,64}\.pack$/.test(name) || !exists(join(folder, name.replace(/\.pack$/, '.idx')))) {
@@ -69,24 +72,34 @@ export async function rollUpSmallPacks(repo: string, gitDir: string): Promise<nu
   return removed;
 }
 
-/** The packs in `folder` (names ending `.pack`) small enough to roll up, with an index and no keep. */
-function smallPacks(folder: string): string[] {
+/**
+ * The packs in `folder` with an index: `small`, those to roll up (small enough, no keep, not a
+ * promisor's), and the `others`.
+ */
+function packsIn(folder: string): { small: string[]; others: string[] } {
   let names: string[];
   try {
     names = readdirSync(folder);
   } catch {
-    return [];
+    return { small: [], others: [] };
   }
   const present = new Set(names);
-  return names.filter((name) => {
-    if (!/^pack-[0-9a-f]+\.pack$/.test(name)) return false;
+  const small: string[] = [];
+  const others: string[] = [];
+  for (const name of names) {
+    if (!/^pack-[0-9a-f]+\.pack$/.test(name)) continue;
     const base = name.slice(0, -'.pack'.length);
-    if (!present.has(`${base}.idx`) || present.has(`${base}.keep`) || present.has(`${base}.promisor`))
-      return false;
-    try {
-      return statSync(join(folder, name)).size <= SMALL_PACK_BYTES;
-    } catch {
-      return false;
-    }
-  });
+    if (!present.has(`${base}.idx`)) continue;
+    const held = present.has(`${base}.keep`) || present.has(`${base}.promisor`);
+    (!held && sizeOf(join(folder, name)) <= SMALL_PACK_BYTES ? small : others).push(name);
+  }
+  return { small, others };
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
 }
