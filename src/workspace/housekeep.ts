@@ -30,7 +30,11 @@ const PACK_FILES = ['.pack', '.idx', '.rev', '.bitmap', '.mtimes'];
 
 const imports = new Map<string, number>();
 
-/** Counts an import into `repo`; every `EVERY`th rolls its small packs up and asks `gc --auto`. */
+/**
+ * Counts a pack written into `repo` (an import into a mission repo, a gate batch into a URL's cache
+ * clone); every `EVERY`th rolls its small packs up and asks `gc --auto` (a no-op in a cache clone,
+ * whose `gc.auto` is 0).
+ */
 export async function housekeep(repo: string): Promise<void> {
   const count = (imports.get(repo) ?? 0) + 1;
   imports.set(repo, count);
@@ -42,13 +46,16 @@ export async function housekeep(repo: string): Promise<void> {
 
 /**
  * The small packs of the repository at `repo` (git directory `gitDir`) rolled into one new pack
- * and removed; how many were. A pack kept by a `.keep` file, or a promisor's, is never taken.
+ * and removed; how many were. A pack kept by a `.keep` file, a promisor's, a cruft pack or one with
+ * a bitmap is never taken, nor anything in a repository with a multi-pack index.
  * Removal follows the new pack's index being in place, so every object stays readable throughout;
  * a reader that had one of them open finds its objects in the new pack (pack-files.ts lists the
  * folder again, git does as much).
  */
 export async function rollUpSmallPacks(repo: string, gitDir: string): Promise<number> {
   const folder = join(gitDir, 'objects', 'pack');
+  // A multi-pack index names its packs: removing one would leave it naming a missing pack.
+  if (exists(join(folder, 'multi-pack-index'))) return 0;
   const { small, others } = packsIn(folder);
   if (small.length < 2) return 0;
   // The other packs named as excluded: pack-objects walks the history from the small packs'
@@ -90,7 +97,9 @@ function packsIn(folder: string): { small: string[]; others: string[] } {
     if (!/^pack-[0-9a-f]+\.pack$/.test(name)) continue;
     const base = name.slice(0, -'.pack'.length);
     if (!present.has(`${base}.idx`)) continue;
-    const held = present.has(`${base}.keep`) || present.has(`${base}.promisor`);
+    // A kept pack, a promisor's, a cruft pack (its objects' ages in `.mtimes`) or one with a bitmap
+    // is the repository's own arrangement: left as it is.
+    const held = ['.keep', '.promisor', '.mtimes', '.bitmap'].some((ext) => present.has(`${base}${ext}`));
     (!held && sizeOf(join(folder, name)) <= SMALL_PACK_BYTES ? small : others).push(name);
   }
   return { small, others };

@@ -19,6 +19,7 @@ import {
   runGit,
 } from './git.js';
 import { cachedWriteRules, commitBody } from './git-files.js';
+import { housekeep } from './housekeep.js';
 import { looseMerge } from './loose-merge.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
 import { parseMergeTree } from './merge-tree-output.js';
@@ -118,8 +119,9 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
       const result = resultOf(merged, head.commit);
       for (const id of merge.attemptIds) results.set(id, result);
     }
-    // The batch's merges on disk (one pack) before the branch can point at them.
-    place.batch?.write();
+    // The batch's merges on disk (one pack) before the branch can point at them. A URL's cache
+    // takes no imports, so its packs are counted here for the roll-up (housekeep.ts).
+    if (place.batch?.write() && place.remote) await housekeep(place.dir);
     if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
       return results;
     }

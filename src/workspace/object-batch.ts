@@ -35,12 +35,13 @@ export class ObjectBatch {
     return object?.type === type ? object.body : null;
   }
 
-  /** Writes what is held (one pack, or loose objects) and holds nothing after. */
-  write(): void {
-    if (this.held.size === 0) return;
+  /** Writes what is held (one pack, or loose objects) and holds nothing after; true for a pack. */
+  write(): boolean {
+    if (this.held.size === 0) return false;
     const objects = [...this.held.values()];
     const packed = objects.length >= PACK_FROM && writePack(join(this.gitDir, 'objects'), objects);
     if (!packed) for (const object of objects) writeLooseObject(this.gitDir, object.type, object.body);
     this.held.clear();
+    return packed;
   }
 }

@@ -21,10 +21,11 @@ import {
   readSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { crc32, deflateSync, inflateSync } from 'node:zlib';
+import { deflateSync, inflateSync } from 'node:zlib';
 
 /** An object to pack: its id (`objectId()`), type and body. */
 export interface PackObject {
@@ -47,6 +48,19 @@ const LARGE_OFFSET = 0x80000000;
 
 /** A delta chain longer than git ever writes (its default depth is 50): a corrupt pack. */
 const MAX_DELTA_DEPTH = 1_000;
+
+/** CRC-32 (the zlib one) by table: `zlib.crc32` is not in Node before 20.15. */
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+export function crc32(bytes: Uint8Array): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) crc = (CRC_TABLE[(crc ^ byte) & 0xff] ?? 0) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
 
 /** A pack's type-and-size header: 3 bits of type, the size in 4 bits then 7 at a time. */
 function objectHeader(code: number, size: number): Buffer {
@@ -129,8 +143,10 @@ export function writePack(objectsDir: string, objects: readonly PackObject[]): b
   if (!bytes) return false;
   const folder = join(objectsDir, 'pack');
   mkdirSync(folder, { recursive: true });
-  const temporary = join(folder, `tmp_pack_flotilla_${process.pid}_${Math.random().toString(36).slice(2)}`);
-  const files = [`${temporary}.pack`, `${temporary}.idx`];
+  // Named as git names its own (no `.pack`/`.idx` ending), so git never takes a half-written pair
+  // for a pack.
+  const unique = `flotilla_${process.pid}_${Math.random().toString(36).slice(2)}`;
+  const files = [join(folder, `tmp_pack_${unique}`), join(folder, `tmp_idx_${unique}`)];
   try {
     writeFileSync(files[0] ?? '', bytes.pack, { mode: 0o444, flag: 'wx' });
     writeFileSync(files[1] ?? '', bytes.index, { mode: 0o444, flag: 'wx' });
@@ -178,12 +194,19 @@ function forgetPacks(objectsDir: string): void {
   if (known) known.stale = true;
 }
 
+/**
+ * An index larger than this (about 2.4 million objects: a long history's whole pack) is not read:
+ * its arrays would take the host hundreds of MB and its thread a long sort. git answers for it.
+ */
+const MAX_INDEX_BYTES = 64 * 1024 * 1024;
+
 /** The parsed index at `path` (version 2 only), with its pack's size; null when it is not one. */
 function readPackIndex(path: string): PackIndex | null {
   let file: Buffer;
   let packSize: number;
   const packPath = `${path.slice(0, -'.idx'.length)}.pack`;
   try {
+    if (statSync(path).size > MAX_INDEX_BYTES) return null;
     file = readFileSync(path);
     const fd = openSync(packPath, 'r');
     try {

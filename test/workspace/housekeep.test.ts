@@ -69,4 +69,26 @@ describe('rollUpSmallPacks', () => {
     // Nothing left to roll up: the new pack alone is small (the kept one does not count).
     expect(await rollUpSmallPacks(dir, join(dir, '.git'))).toBe(0);
   });
+
+  it('leaves a pack with a bitmap, and everything where a multi-pack index names the packs', async () => {
+    const dir = join(root, 'arranged');
+    await runGit(['init', '--quiet', dir], { cwd: root });
+    const objects = join(dir, '.git', 'objects');
+    const blob = (text: string) => {
+      const body = Buffer.from(text);
+      return { ...objectId('blob', body), type: 'blob', body };
+    };
+    for (let i = 0; i < 3; i++) writePack(objects, [blob(`a${i}`), blob(`b${i}`), blob(`c${i}`)]);
+    const [withBitmap = ''] = await packs(dir);
+    await writeFile(join(objects, 'pack', withBitmap.replace(/\.pack$/, '.bitmap')), '');
+    expect(await rollUpSmallPacks(dir, join(dir, '.git'))).toBe(2);
+    expect(await packs(dir)).toContain(withBitmap);
+
+    for (let i = 3; i < 6; i++) writePack(objects, [blob(`a${i}`), blob(`b${i}`), blob(`c${i}`)]);
+    await git(dir, 'multi-pack-index', 'write');
+    const listed = await packs(dir);
+    expect(await rollUpSmallPacks(dir, join(dir, '.git'))).toBe(0);
+    expect(await packs(dir)).toEqual(listed);
+    expect((await runGit(['multi-pack-index', 'verify'], { cwd: dir })).exitCode).toBe(0);
+  });
 });

@@ -8,10 +8,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { objectId } from '../../src/workspace/git-files.js';
-import { applyDelta, packBytes, packedHere, readPacked, writePack } from '../../src/workspace/pack-files.js';
+import {
+  applyDelta,
+  crc32,
+  packBytes,
+  packedHere,
+  readPacked,
+  writePack,
+} from '../../src/workspace/pack-files.js';
 
 let root: string;
 let counter = 0;
@@ -66,6 +74,7 @@ describe('writePack', () => {
 
     const folder = join(dir, '.git', 'objects', 'pack');
     const names = (await readdir(folder)).sort();
+    // The pack and its index, nothing else: the temporary files are gone.
     expect(names).toHaveLength(2);
     expect(names[0]).toMatch(/^pack-[0-9a-f]{40}\.idx$/);
     expect(names[1]).toBe(names[0]?.replace(/\.idx$/, '.pack'));
@@ -160,6 +169,14 @@ describe('readPacked on git’s own packs', () => {
       expect(read?.type).toBe(type);
       expect(read?.body.equals(catFile(dir, type, name))).toBe(true);
     }
+  });
+});
+
+describe('crc32', () => {
+  it('is zlib’s, on empty, short and long input', () => {
+    const inputs = [Buffer.alloc(0), Buffer.from('a'), Buffer.from('123456789'), randomBytes(70_001)];
+    expect(crc32(Buffer.from('123456789'))).toBe(0xcbf43926);
+    for (const input of inputs) expect(crc32(input)).toBe(zlibCrc32(input));
   });
 });
 
