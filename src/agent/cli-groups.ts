@@ -1,10 +1,10 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
  * The process groups of the agent CLIs a host started, one file each under the host's folder of
- * FLOTILLA_HOME (`hosts/<host-id>/cli-groups/<pgid>`). A CLI runs in its own group so a timeout or
+ * FLOTILLA_HOME (`hosts/<host-id>/cli-groups/`). A CLI runs in its own group so a timeout or
  * a cancel can kill its whole tree; the other side is that a host killed with SIGKILL leaves it
  * running, spending tokens, while another host redoes the attempt. A host started again with the
  * same `--host-id` reads these files and kills what is left before it takes a job.
@@ -24,15 +24,33 @@ export function cliGroupsDir(home: string, hostId: string): string {
   return join(home, 'hosts', hostId, 'cli-groups');
 }
 
+/**
+ * The host's records are slot files named `<host pid>-<n>`, one per CLI running at once, each
+ * rewritten in place (emptied when its CLI ends): a new file for every CLI run cost the host a
+ * new inode twice a task, the dearest file call on a busy machine (docs/BENCHMARKS.md §22). The
+ * pid in the name keeps two processes from writing one file.
+ */
 export function createCliGroups(dir: string): CliGroups {
+  const slots = new Map<number, string>();
+  const free: string[] = [];
+  let made = 0;
   return {
-    // Synchronous: a file per CLI run, where a thread-pool round trip costs more than the write.
+    // Synchronous: a small local file, where a thread-pool round trip costs more than the write.
     async record(pgid) {
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, String(pgid)), JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
+      let slot = free.pop();
+      if (slot === undefined) {
+        mkdirSync(dir, { recursive: true });
+        slot = join(dir, `${process.pid}-${made++}`);
+      }
+      writeFileSync(slot, JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
+      slots.set(pgid, slot);
     },
     async forget(pgid) {
-      rmSync(join(dir, String(pgid)), { force: true });
+      const slot = slots.get(pgid);
+      if (slot === undefined) return;
+      slots.delete(pgid);
+      writeFileSync(slot, '');
+      free.push(slot);
     },
     async killLeftovers() {
       const names = await readdir(dir).catch(() => [] as string[]);
@@ -52,6 +70,9 @@ export function createCliGroups(dir: string): CliGroups {
           // gone meanwhile
         }
       }
+      // Every file is gone: slots this process still holds are made again when next used.
+      slots.clear();
+      free.length = 0;
       return killed;
     },
   };
