@@ -18,6 +18,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -75,7 +76,7 @@ export function writeLooseObject(gitDir: string, type: string, body: Buffer): st
   const { id, stored } = objectId(type, body);
   const folder = join(gitDir, 'objects', id.slice(0, 2));
   const path = join(folder, id.slice(2));
-  if (exists(path)) return id;
+  if (freshened(path)) return id;
   mkdirSync(folder, { recursive: true });
   const temporary = join(folder, `tmp_obj_flotilla_${process.pid}_${Math.random().toString(36).slice(2)}`);
   const file = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o444);
@@ -123,6 +124,21 @@ export function storedIn(stores: readonly string[], id: string): boolean {
     (store) =>
       (lstatOrNull(join(store, id.slice(0, 2), id.slice(2)))?.isFile() ?? false) || packedHere(store, id),
   );
+}
+
+/**
+ * True when the loose object at `path` is there, its modification time set to now as git's own
+ * writers do: a prune (`gc --auto`: unreachable loose objects older than two weeks) would
+ * otherwise take an old object a new tree or commit has just come to name.
+ */
+export function freshened(path: string): boolean {
+  try {
+    const now = new Date();
+    utimesSync(path, now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** True when something is at `path`. */

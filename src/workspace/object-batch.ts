@@ -7,7 +7,7 @@
  * process) before `write()`.
  */
 import { join } from 'node:path';
-import { exists, objectId, writeLooseObject } from './git-files.js';
+import { freshened, objectId, writeLooseObject } from './git-files.js';
 import { type PackObject, writePack } from './pack-files.js';
 
 /**
@@ -21,10 +21,10 @@ export class ObjectBatch {
 
   constructor(readonly gitDir: string) {}
 
-  /** Holds an object for the write; its id. One the store has loose already is not held again. */
+  /** Holds an object for the write; its id. One the store has loose already is freshened instead. */
   put(type: string, body: Buffer): string {
     const { id } = objectId(type, body);
-    if (this.held.has(id) || exists(join(this.gitDir, 'objects', id.slice(0, 2), id.slice(2)))) return id;
+    if (this.held.has(id) || freshened(join(this.gitDir, 'objects', id.slice(0, 2), id.slice(2)))) return id;
     this.held.set(id, { id, type, body });
     return id;
   }

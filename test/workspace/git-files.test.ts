@@ -2,7 +2,7 @@
  * The gate's in-process merge commit (src/workspace/git-files.ts) against real git: byte for byte
  * the one `git commit-tree` writes, and left to git where the repository asks for more.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,8 +82,14 @@ describe('the merge commit, written in-process', () => {
     expect(
       (await runGit(['fsck', '--strict', '--no-dangling'], { cwd: dir, allowFailure: true })).exitCode,
     ).toBe(0);
-    // Written again: the object is there already, and stays as it was.
+    // Written again: the object is there already, and stays as it was, its time made now (a
+    // prune of old unreachable objects must not take one a new commit has come to name).
+    const path = join(gitDir, 'objects', theirs.slice(0, 2), theirs.slice(2));
+    const before = await readFile(path);
+    await utimes(path, new Date('2020-01-01'), new Date('2020-01-01'));
     expect(await writeLooseObject(gitDir, 'commit', body)).toBe(theirs);
+    expect((await readFile(path)).equals(before)).toBe(true);
+    expect((await stat(path)).mtimeMs).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it.each([
