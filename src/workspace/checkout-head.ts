@@ -89,26 +89,18 @@ export function objectStores(dir: string): string[] {
 }
 
 /**
- * True when `id` is in the checkout's object store or one it borrows from, loose or in a pack the
- * in-process reader finds (an attempt's commits, the gate's merges). Else false, and the caller
- * asks git.
- */
-function objectVisible(gitDir: string, id: string): boolean {
-  return storedIn(objectStoresOf(gitDir), id);
-}
-
-/**
  * Points the checkout's HEAD at `commit`, detached, as `git update-ref --no-deref HEAD` does (a
  * lock file renamed into place; the checkout's reflog is not kept), when the checkout can see the
- * commit (objectVisible()). False, with nothing changed, when it cannot tell or the lock is taken:
- * the caller then runs git, which refuses a commit it cannot see.
+ * commit in its object store or one it borrows from, loose or in a pack the in-process reader
+ * finds (an attempt's commits, the gate's merges). False, with nothing changed, when it cannot
+ * tell or the lock is taken: the caller then runs git, which refuses a commit it cannot see.
  */
 export function writeDetachedHead(dir: string, commit: string): boolean {
   if (!isObjectId(commit)) return false;
   const gitDir = gitDirOf(dir);
   // A reftable repository (git ≥ 2.45) keeps HEAD in its tables: the file would be ignored.
   if (present(join(commonDirOf(gitDir), 'reftable'))) return false;
-  if (!objectVisible(gitDir, commit)) return false;
+  if (!storedIn(objectStoresOf(gitDir), commit)) return false;
   const lock = join(gitDir, 'HEAD.lock');
   try {
     writeFileSync(lock, `${commit}\n`, { flag: 'wx' });

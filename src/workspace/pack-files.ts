@@ -146,14 +146,16 @@ export function writePack(objectsDir: string, objects: readonly PackObject[]): b
   // Named as git names its own (no `.pack`/`.idx` ending), so git never takes a half-written pair
   // for a pack.
   const unique = `flotilla_${process.pid}_${Math.random().toString(36).slice(2)}`;
-  const files = [join(folder, `tmp_pack_${unique}`), join(folder, `tmp_idx_${unique}`)];
+  const packFile = join(folder, `tmp_pack_${unique}`);
+  const indexFile = join(folder, `tmp_idx_${unique}`);
   try {
-    writeFileSync(files[0] ?? '', bytes.pack, { mode: 0o444, flag: 'wx' });
-    writeFileSync(files[1] ?? '', bytes.index, { mode: 0o444, flag: 'wx' });
-    renameSync(files[0] ?? '', join(folder, `pack-${bytes.name}.pack`));
-    renameSync(files[1] ?? '', join(folder, `pack-${bytes.name}.idx`));
+    writeFileSync(packFile, bytes.pack, { mode: 0o444, flag: 'wx' });
+    writeFileSync(indexFile, bytes.index, { mode: 0o444, flag: 'wx' });
+    renameSync(packFile, join(folder, `pack-${bytes.name}.pack`));
+    renameSync(indexFile, join(folder, `pack-${bytes.name}.idx`));
   } finally {
-    for (const file of files) rmSync(file, { force: true });
+    rmSync(packFile, { force: true });
+    rmSync(indexFile, { force: true });
   }
   forgetPacks(objectsDir);
   return true;

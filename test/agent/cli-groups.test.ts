@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliGroups } from '../../src/agent/cli-groups.js';
+import { processAlive } from '../../src/workspace/checkout-root.js';
 
 let root: string;
 const children: ChildProcess[] = [];
@@ -29,15 +30,6 @@ function startGroup(): { pgid: number; exited: Promise<void> } {
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   if (child.pid === undefined) throw new Error('sleep did not start');
   return { pgid: child.pid, exited };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('cli groups', () => {
@@ -67,8 +59,8 @@ describe('cli groups', () => {
     const killed = await restarted.killLeftovers();
     expect(killed.sort((a, b) => a - b)).toEqual([first.pgid, third.pgid].sort((a, b) => a - b));
     await Promise.all([first.exited, third.exited]);
-    expect(alive(ended.pgid)).toBe(true);
-    expect(alive(reused.pgid)).toBe(true);
+    expect(processAlive(ended.pgid)).toBe(true);
+    expect(processAlive(reused.pgid)).toBe(true);
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -82,6 +74,6 @@ describe('cli groups', () => {
     await groups.forget(one.pgid);
     expect(await readFile(join(dir, file), 'utf8')).toBe('');
     expect(await createCliGroups(dir).killLeftovers()).toEqual([]);
-    expect(alive(one.pgid)).toBe(true);
+    expect(processAlive(one.pgid)).toBe(true);
   });
 });

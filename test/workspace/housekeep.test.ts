@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
-import { objectId } from '../../src/workspace/git-files.js';
 import { rollUpSmallPacks, SMALL_PACK_BYTES } from '../../src/workspace/housekeep.js';
 import { readPacked, writePack } from '../../src/workspace/pack-files.js';
+import { packObject } from '../helpers/git-objects.js';
 
 let root: string;
 
@@ -44,10 +44,7 @@ describe('rollUpSmallPacks', () => {
     expect((await stat(join(objects, 'pack', large))).size).toBeGreaterThan(SMALL_PACK_BYTES);
 
     const written = Array.from({ length: 6 }, (_, i) =>
-      Array.from({ length: 3 }, (_, j) => {
-        const body = Buffer.from(`pack ${i} object ${j}\n`);
-        return { ...objectId('blob', body), type: 'blob', body };
-      }),
+      Array.from({ length: 3 }, (_, j) => packObject('blob', `pack ${i} object ${j}\n`)),
     );
     for (const objectsOfOne of written) writePack(objects, objectsOfOne);
     const before = await packs(dir);
@@ -74,10 +71,7 @@ describe('rollUpSmallPacks', () => {
     const dir = join(root, 'arranged');
     await runGit(['init', '--quiet', dir], { cwd: root });
     const objects = join(dir, '.git', 'objects');
-    const blob = (text: string) => {
-      const body = Buffer.from(text);
-      return { ...objectId('blob', body), type: 'blob', body };
-    };
+    const blob = (text: string) => packObject('blob', text);
     for (let i = 0; i < 3; i++) writePack(objects, [blob(`a${i}`), blob(`b${i}`), blob(`c${i}`)]);
     const [withBitmap = ''] = await packs(dir);
     await writeFile(join(objects, 'pack', withBitmap.replace(/\.pack$/, '.bitmap')), '');

@@ -11,6 +11,7 @@ import { prepareWorkspace } from '../../src/workspace/prepare-workspace.js';
 import { openRepoCache, type RepoCache } from '../../src/workspace/repo-cache.js';
 import { removeWorktree } from '../../src/workspace/worktree.js';
 import { checkoutAttempt } from '../helpers/checkouts.js';
+import { objectCounts } from '../helpers/git-objects.js';
 import { refWrites, resetRefWrites } from '../helpers/ref-write-seam.js';
 
 vi.mock('../../src/workspace/ref-files.js', async (original) =>
@@ -36,13 +37,6 @@ afterAll(async () => {
 function scratch(name: string): string {
   counter += 1;
   return join(root, `${name}-${counter}`);
-}
-
-/** `git count-objects -v`'s loose objects and packs. */
-async function objectCounts(repo: string): Promise<{ loose: number; packs: number }> {
-  const counts = await git(repo, 'count-objects', '-v');
-  const field = (name: string) => Number(counts.match(new RegExp(`^${name}: (\\d+)$`, 'm'))?.[1]);
-  return { loose: field('count'), packs: field('packs') };
 }
 
 async function git(cwd: string, ...args: string[]): Promise<string> {

@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
-import { objectId } from '../../src/workspace/git-files.js';
 import {
   applyDelta,
   crc32,
@@ -20,6 +19,7 @@ import {
   readPacked,
   writePack,
 } from '../../src/workspace/pack-files.js';
+import { packObject } from '../helpers/git-objects.js';
 
 let root: string;
 let counter = 0;
@@ -44,19 +44,15 @@ function catFile(dir: string, type: string, id: string): Buffer {
   return execFileSync('git', ['cat-file', type, id], { cwd: dir });
 }
 
-function object(type: string, body: Buffer) {
-  return { ...objectId(type, body), type, body };
-}
-
 describe('writePack', () => {
   it('writes objects git finds, reads back and checks clean', async () => {
     const dir = await newRepo();
-    const small = object('blob', Buffer.from('hello\n'));
+    const small = packObject('blob', Buffer.from('hello\n'));
     // Sizes that take one, two and three bytes of the pack's size header.
-    const middling = object('blob', randomBytes(300));
-    const large = object('blob', randomBytes(70_000));
-    const empty = object('blob', Buffer.alloc(0));
-    const tree = object(
+    const middling = packObject('blob', randomBytes(300));
+    const large = packObject('blob', randomBytes(70_000));
+    const empty = packObject('blob', Buffer.alloc(0));
+    const tree = packObject(
       'tree',
       Buffer.concat([
         Buffer.from('100644 a.txt\0'),
@@ -65,7 +61,7 @@ describe('writePack', () => {
         Buffer.from(large.id, 'hex'),
       ]),
     );
-    const commit = object(
+    const commit = packObject(
       'commit',
       Buffer.from(`tree ${tree.id}\nauthor A <a@a> 1 +0000\ncommitter A <a@a> 1 +0000\n\nmessage\n`),
     );
@@ -93,14 +89,14 @@ describe('writePack', () => {
   it('reads its own packs back, and says what it does not hold', async () => {
     const dir = await newRepo();
     const objects = join(dir, '.git', 'objects');
-    const blobs = Array.from({ length: 40 }, (_, i) => object('blob', Buffer.from(`blob ${i}\n`)));
+    const blobs = Array.from({ length: 40 }, (_, i) => packObject('blob', Buffer.from(`blob ${i}\n`)));
     writePack(objects, blobs.slice(0, 20));
     writePack(objects, blobs.slice(20));
     for (const blob of blobs) {
       expect(packedHere(objects, blob.id)).toBe(true);
       expect(readPacked(objects, blob.id)).toEqual({ type: 'blob', body: blob.body });
     }
-    const absent = object('blob', Buffer.from('not written')).id;
+    const absent = packObject('blob', Buffer.from('not written')).id;
     expect(packedHere(objects, absent)).toBe(false);
     expect(readPacked(objects, absent)).toBeNull();
   });
@@ -108,7 +104,7 @@ describe('writePack', () => {
   it('sees a pack another process wrote after it last looked', async () => {
     const dir = await newRepo();
     const objects = join(dir, '.git', 'objects');
-    const first = object('blob', Buffer.from('first\n'));
+    const first = packObject('blob', Buffer.from('first\n'));
     writePack(objects, [first]);
     expect(packedHere(objects, first.id)).toBe(true);
     await writeFile(join(dir, 'later.txt'), 'later\n');
@@ -121,7 +117,7 @@ describe('writePack', () => {
   });
 
   it('orders sizes in the index as git does: ids across every first byte', () => {
-    const many = Array.from({ length: 600 }, (_, i) => object('blob', Buffer.from(`${i}`)));
+    const many = Array.from({ length: 600 }, (_, i) => packObject('blob', Buffer.from(`${i}`)));
     const bytes = packBytes(many);
     if (!bytes) throw new Error('no pack');
     const count = bytes.index.readUInt32BE(8 + 255 * 4);
