@@ -64,7 +64,7 @@ export function indexLocked(dir: string): boolean {
 }
 
 /** The git directory a worktree shares with its repository (its `commondir` file names it). */
-function commonDirOf(gitDir: string): string {
+export function commonDirOf(gitDir: string): string {
   const common = readTextOr(join(gitDir, 'commondir'), '').trim();
   return common === '' ? gitDir : resolve(gitDir, common);
 }

@@ -3,8 +3,9 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DISPATCH_DIR } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
-import { attachedBranch, writeDetachedHead } from './checkout-head.js';
-import { type ImportCommit, type ImportEntry, importStream } from './fast-import.js';
+import { attachedBranch, gitDirOf, objectStores, writeDetachedHead } from './checkout-head.js';
+import { contentMayConvert } from './content-filters.js';
+import { type ImportCommit, type ImportEntry, importPath, importStream } from './fast-import.js';
 import {
   cachedCommitIdentity,
   describeGitFailure,
@@ -13,7 +14,7 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
-import { lstatOrNull } from './git-files.js';
+import { cachedWriteRules, lstatOrNull, readStoredObject } from './git-files.js';
 import { housekeep } from './housekeep.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
@@ -75,13 +76,18 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   // The agent committed on its own: what it committed counts as work too, folded into one commit.
   const agentCommitted = worktree.head !== base;
   if (agentCommitted) for (const path of await changedBetween(dir, base, worktree.head)) paths.add(path);
-  const work = readEntries(
+  let work = readEntries(
     dir,
     [...paths].filter((path) => !isDispatchPath(path)),
   );
-  const dispatch = readEntries(dir, [
+  let dispatch = readEntries(dir, [
     ...new Set([...[...paths].filter(isDispatchPath), ...filesUnder(dir, DISPATCH_DIR)]),
   ]);
+  const cleaned = await cleanedByGit(dir, [...work.entries, ...dispatch.entries]);
+  if (cleaned) {
+    work = withContents(work, cleaned);
+    dispatch = withContents(dispatch, cleaned);
+  }
 
   const identity = await cachedCommitIdentity(dir);
   const time = Math.floor(Date.now() / 1000);
@@ -207,6 +213,52 @@ function readEntries(dir: string, paths: readonly string[]): ReadEntries {
     });
   }
   return { entries, index };
+}
+
+/**
+ * What git stores for each regular file among `entries` where it converts content on the way in
+ * (content-filters.ts: a clean filter, line endings): the files cleaned and hashed by one `git
+ * hash-object -w --stdin-paths`, their objects read back. Null where git stores the bytes as they
+ * are, the usual case, which costs no process.
+ */
+async function cleanedByGit(
+  dir: string,
+  entries: readonly ImportEntry[],
+): Promise<Map<string, Buffer> | null> {
+  const files = entries.flatMap((entry) =>
+    'content' in entry && entry.mode !== '120000' ? [entry.path] : [],
+  );
+  if (files.length === 0) return null;
+  const rules = await cachedWriteRules(gitDirOf(dir));
+  if (!contentMayConvert(dir, files, rules)) return null;
+  const { stdout } = await runGit(['hash-object', '-w', '--stdin-paths'], {
+    cwd: dir,
+    input: `${files.map(importPath).join('\n')}\n`,
+  });
+  const ids = stdout.trim().split('\n');
+  const stores = objectStores(dir);
+  const cleaned = new Map<string, Buffer>();
+  files.forEach((path, i) => {
+    const body = readStoredObject(stores, ids[i] ?? '', 'blob');
+    if (!body) throw new FlotillaError('git/failed', `${dir}: git hash-object did not store ${path}`);
+    cleaned.set(path, body);
+  });
+  return cleaned;
+}
+
+/** `read` with the contents git stores where `cleaned` has them. */
+function withContents(read: ReadEntries, cleaned: ReadonlyMap<string, Buffer>): ReadEntries {
+  const content = (path: string) => cleaned.get(path);
+  return {
+    entries: read.entries.map((entry) => {
+      const body = content(entry.path);
+      return body && 'content' in entry ? { ...entry, content: body } : entry;
+    }),
+    index: read.index.map((changed) => {
+      const body = content(changed.path);
+      return body && changed.entry ? { ...changed, entry: { ...changed.entry, content: body } } : changed;
+    }),
+  };
 }
 
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */

@@ -199,10 +199,17 @@ export interface RepoWriteRules {
    * as an attempt's commit does (off, `update-index` keeps the mode the index had).
    */
   readonly modesTrusted: boolean;
+  /**
+   * core.autocrlf is `true` or `input`: git converts line endings on the way in, where the
+   * in-process commit would store the bytes as they are (content-filters.ts).
+   */
+  readonly autocrlf: boolean;
+  /** core.attributesFile as written (a path, `~/` allowed), when set. */
+  readonly attributesFile?: string;
 }
 
 const KEYS =
-  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase|core\.logallrefupdates|core\.bare|core\.filemode|core\.symlinks)$/;
+  /^(commit\.gpgsign|core\.sharedrepository|extensions\.objectformat|core\.fsync|core\.fsyncobjectfiles|i18n\.commitencoding|extensions\.refstorage|core\.ignorecase|core\.logallrefupdates|core\.bare|core\.filemode|core\.symlinks|core\.autocrlf|core\.attributesfile)$/;
 
 /** The rules from `git config --get-regexp` output (every scope: system, global, repository). */
 export function writeRules(
@@ -210,9 +217,12 @@ export function writeRules(
   env: Readonly<Record<string, string | undefined>>,
 ): RepoWriteRules {
   const values = new Map<string, string>();
+  let attributesFile: string | undefined;
   for (const line of configText.split('\n')) {
     const space = line.indexOf(' ');
     const key = (space < 0 ? line : line.slice(0, space)).toLowerCase();
+    // A path: its case kept.
+    if (key === 'core.attributesfile' && space > 0) attributesFile = line.slice(space + 1).trim();
     if (KEYS.test(key))
       values.set(
         key,
@@ -246,7 +256,15 @@ export function writeRules(
   const refLogs = logs === 'always' ? 'always' : logsBranches ? 'normal' : 'none';
   const off = (key: string) => ['false', 'no', 'off', '0'].includes(values.get(key) ?? '');
   const modesTrusted = !off('core.filemode') && !off('core.symlinks');
-  return { plain, ignoreCase: yes('core.ignorecase'), refLogs, modesTrusted };
+  const autocrlf = yes('core.autocrlf') || values.get('core.autocrlf') === 'input';
+  return {
+    plain,
+    ignoreCase: yes('core.ignorecase'),
+    refLogs,
+    modesTrusted,
+    autocrlf,
+    ...(attributesFile ? { attributesFile } : {}),
+  };
 }
 
 const rulesOf = new Map<string, Promise<RepoWriteRules>>();
@@ -260,7 +278,13 @@ export function cachedWriteRules(gitDir: string): Promise<RepoWriteRules> {
         // Exit 1 is "no such key", every rule at its default.
         result.exitCode <= 1
           ? writeRules(result.stdout, process.env)
-          : { plain: false, ignoreCase: true, refLogs: 'normal' as const, modesTrusted: false },
+          : {
+              plain: false,
+              ignoreCase: true,
+              refLogs: 'normal' as const,
+              modesTrusted: false,
+              autocrlf: true,
+            },
     );
     rulesOf.set(gitDir, rules);
     rules.catch(() => rulesOf.delete(gitDir));

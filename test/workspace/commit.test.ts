@@ -220,6 +220,35 @@ describe('commitAttempt', () => {
     await removeWorktree(dir);
   });
 
+  it('stores what `git add` would where .gitattributes converts content: line endings normalised, a clean filter run', async () => {
+    const { prepared, checkout } = await checkoutOf('c-attr', {
+      '.gitattributes': '* text=auto\n*.up filter=upper\n',
+      'keep.txt': 'keep\n',
+    });
+    const dir = checkout.dir;
+    // A clean filter as git-lfs installs one, in the configuration the checkout reads.
+    await runGit(['config', 'filter.upper.clean', 'tr a-z A-Z'], { cwd: dir });
+    await writeFile(join(dir, 'crlf.txt'), 'one\r\ntwo\r\n');
+    await writeFile(join(dir, 'shout.up'), 'quiet\n');
+    await writeFile(join(dir, 'keep.txt'), 'kept\r\n');
+    await writeFile(join(dir, 'raw.bin'), Buffer.from([0, 13, 10, 0]));
+    await mkdir(join(dir, '.planning/dispatch'), { recursive: true });
+    await writeFile(join(dir, '.planning/dispatch/t-a1-RESULT.md'), 'done\r\n');
+
+    const { committed } = await commitLocally({ prepared, checkout }, 'c-attr');
+
+    const blob = async (path: string, commit = committed.workCommit) =>
+      (await runGit(['cat-file', 'blob', `${commit}:${path}`], { cwd: prepared.repo })).stdout;
+    expect(await blob('crlf.txt')).toBe('one\ntwo\n');
+    expect(await blob('keep.txt')).toBe('kept\n');
+    expect(await blob('shout.up')).toBe('QUIET\n');
+    expect(Buffer.from(await blob('raw.bin'), 'latin1')).toEqual(Buffer.from([0, 13, 10, 0]));
+    expect(await blob('.planning/dispatch/t-a1-RESULT.md', committed.commit)).toBe('done\n');
+    // The index agrees with what git would add: the checkout is clean at the published commit.
+    expect(await git(dir, 'status', '--porcelain')).toBe('');
+    await removeWorktree(dir);
+  });
+
   it("commits flotilla's dispatch files even where the repository's .gitignore ignores .planning/", async () => {
     // The kernel's .gitignore has `.*`: `git add -A` silently left PROMPT and RESULT out.
     const { prepared, checkout } = await checkoutOf('c2', {

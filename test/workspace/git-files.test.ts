@@ -145,6 +145,20 @@ describe('what a repository asks of a write', () => {
     expect(writeRules(config, {}).modesTrusted).toBe(trusted);
   });
 
+  it.each([
+    ['unset', '', false],
+    ['false', 'core.autocrlf false', false],
+    ['true', 'core.autocrlf true', true],
+    ['input', 'core.autocrlf input', true],
+  ])('says when git converts line endings on the way in: core.autocrlf %s', (_name, config, converts) => {
+    expect(writeRules(config, {}).autocrlf).toBe(converts);
+  });
+
+  it('keeps core.attributesFile as written, its case included', () => {
+    expect(writeRules('core.attributesfile ~/Git/Attributes', {}).attributesFile).toBe('~/Git/Attributes');
+    expect(writeRules('', {}).attributesFile).toBeUndefined();
+  });
+
   it('reads every scope with one git config, and sees a repository that signs its commits', async () => {
     const { dir, gitDir } = await repo();
     await git(dir, ['config', 'commit.gpgSign', 'true']);
