@@ -17,23 +17,25 @@
  * goes. A failure half-way throws: the caller discards the checkout, as after a failed `git
  * checkout`.
  */
-import { constants, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import {
-  type FileHandle,
-  mkdir,
-  open,
-  rename,
-  rm,
-  rmdir,
-  symlink,
-  unlink,
-  writeFile,
-} from 'node:fs/promises';
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gitDirOf, objectStores, writeDetachedHead } from './checkout-head.js';
 import { contentMayConvert } from './content-filters.js';
 import { runGit } from './git.js';
-import { cachedWriteRules, lstatOrNull, objectId, readStoredObject } from './git-files.js';
+import { cachedWriteRules, closeQuietly, lstatOrNull, objectId, readStoredObject } from './git-files.js';
 import {
   type EntryStat,
   entryStat,
@@ -140,13 +142,15 @@ function unchangedSince(
 }
 
 /** Writes `entry` at `full` as a new file (or link), its folders made. */
-async function writeEntry(full: string, entry: LooseEntry, content: Buffer): Promise<void> {
-  await mkdir(dirname(full), { recursive: true });
-  await unlink(full).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ENOENT') throw error;
-  });
-  if (entry.mode === '120000') await symlink(content, full);
-  else await writeFile(full, content, { mode: entry.mode === '100755' ? 0o777 : 0o666, flag: 'wx' });
+function writeEntry(full: string, entry: LooseEntry, content: Buffer): void {
+  mkdirSync(dirname(full), { recursive: true });
+  try {
+    unlinkSync(full);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  if (entry.mode === '120000') symlinkSync(content, full);
+  else writeFileSync(full, content, { mode: entry.mode === '100755' ? 0o777 : 0o666, flag: 'wx' });
 }
 
 /** The folders `path` is in, `a` and `a/b` for `a/b/c`. */
@@ -159,11 +163,17 @@ function foldersOf(path: string): string[] {
 }
 
 /** Removes the folders of `paths` left empty, deepest first, never `dir` itself. */
-async function pruneEmptied(dir: string, paths: readonly string[]): Promise<void> {
-  const folders = new Set(paths.flatMap(foldersOf));
+function pruneEmptied(dir: string, paths: readonly string[]): void {
+  const folders = new Set<string>();
+  for (const path of paths) {
+    for (let folder = dirname(path); folder !== '.'; folder = dirname(folder)) folders.add(folder);
+  }
   for (const folder of [...folders].sort().reverse()) {
-    // Not empty, or gone already: it stays.
-    await rmdir(join(dir, folder)).catch(() => undefined);
+    try {
+      rmdirSync(join(dir, folder));
+    } catch {
+      // not empty, or gone already
+    }
   }
 }
 
@@ -184,9 +194,9 @@ export async function resetInProcess(
   if (!target?.every((entry) => FILE_MODES.has(entry.mode) && checkoutablePath(entry.path))) return false;
   const indexPath = join(gitDir, 'index');
   const lockPath = `${indexPath}.lock`;
-  let lock: FileHandle | null;
+  let lock: number | null;
   try {
-    lock = await open(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    lock = openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
   } catch {
     return false;
   }
@@ -235,34 +245,30 @@ export async function resetInProcess(
       if (!body) return false;
       contents.push(body);
     }
-    // From here on a failure throws: the caller discards the checkout. The files are made and
-    // removed on the thread pool, several at once: a new inode is the dearest file call on a busy
-    // machine, and git's checkout makes them beside the host, not on its main thread.
-    await Promise.all(removes.map((path) => rm(join(dir, path), { force: true })));
-    await pruneEmptied(dir, removes);
-    await Promise.all(
-      writes.map((entry, k) => writeEntry(join(dir, entry.path), entry, contents[k] as Buffer)),
-    );
+    // From here on a failure throws: the caller discards the checkout.
+    for (const path of removes) rmSync(join(dir, path), { force: true });
+    pruneEmptied(dir, removes);
     const updates: IndexUpdate[] = removes.map((path) => ({ path, entry: null }));
-    for (const entry of writes) {
+    writes.forEach((entry, k) => {
       const full = join(dir, entry.path);
+      writeEntry(full, entry, contents[k] as Buffer);
       const info = lstatOrNull(full);
       if (!info) throw new Error(`${full}: not there after it was written`);
       updates.push({
         path: entry.path,
         entry: { mode: Number.parseInt(entry.mode, 8), id: entry.oid, stat: entryStat(info) },
       });
-    }
+    });
     const next = updatedIndex(file, parsed, updates, new Set());
     if (!next) throw new Error(`${indexPath}: the reset's entries could not be written`);
-    await lock.writeFile(next);
+    writeFileSync(lock, next);
     const written = lock;
     lock = null;
-    await written.close();
-    await rename(lockPath, indexPath);
+    closeSync(written);
+    renameSync(lockPath, indexPath);
     renamed = true;
   } finally {
-    if (lock !== null) await lock.close().catch(() => undefined);
+    if (lock !== null) closeQuietly(lock);
     if (!renamed) rmSync(lockPath, { force: true });
   }
   if (!writeDetachedHead(dir, commit)) {
