@@ -54,7 +54,7 @@ export interface IndexUpdate {
  * per entry): where each starts and ends in the file, where its path is, its stage, and whether it
  * carries version 3's extended flags (skip-worktree, intent-to-add).
  */
-export interface Entries {
+interface Entries {
   readonly count: number;
   readonly start: Uint32Array;
   readonly end: Uint32Array;
@@ -64,7 +64,7 @@ export interface Entries {
   readonly extended: Uint8Array;
 }
 
-export interface ParsedIndex {
+interface ParsedIndex {
   readonly version: number;
   readonly entries: Entries;
   /** Extensions kept as they are (the cache tree is rebuilt from `tree`). */
@@ -376,7 +376,7 @@ export function updatedIndex(
 }
 
 /** The stat fields git keeps of a file, from an lstat with nanosecond times. */
-export function entryStat(info: BigIntStats): EntryStat {
+function entryStat(info: BigIntStats): EntryStat {
   const sec = (ns: bigint) => Number((ns / 1_000_000_000n) & 0xffffffffn);
   const nsec = (ns: bigint) => Number(ns % 1_000_000_000n);
   const low = (value: bigint) => Number(value & 0xffffffffn);
@@ -567,7 +567,7 @@ export function readIndexKinds(indexPath: string, maxBytes: number): Map<string,
 }
 
 /** A file's bytes with its stat data; null when it is over `maxBytes` or shrank meanwhile. */
-export function readWhole(
+function readWhole(
   path: string,
   maxBytes = Number.POSITIVE_INFINITY,
 ): { file: Buffer; info: BigIntStats } | null {

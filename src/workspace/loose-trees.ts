@@ -228,32 +228,6 @@ export async function looseLsTree(
 }
 
 /**
- * Every file (and link, submodule) `commit` holds, as `git ls-tree -r --full-tree <commit>` lists
- * it. Null when git must answer, or when there are more than `limit`.
- */
-export async function looseListing(
-  reader: LooseReader,
-  commit: string,
-  limit: number,
-): Promise<LooseEntry[] | null> {
-  const found: LooseEntry[] = [];
-  const everything = async (prefix: string, tree: string): Promise<void> => {
-    for (const entry of await reader.tree(tree)) {
-      const path = `${prefix}${nameOf(entry)}`;
-      if (isTree(entry)) await everything(`${path}/`, entry.id);
-      else if (found.push({ mode: entry.mode, oid: entry.id, path }) > limit)
-        throw new GitMustAnswer('too many');
-    }
-  };
-  try {
-    await everything('', await reader.treeOf(commit));
-    return found;
-  } catch {
-    return null;
-  }
-}
-
-/**
  * For each of `paths`, whether `commit` holds a folder there, something else (a file, a link, a
  * submodule), or nothing: what `git cat-file --batch-check` tells of `<commit>:<path>`. Null when
  * git must answer.

@@ -12,7 +12,6 @@ import { attachedBranch, leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
 import { runGit } from './git.js';
-import { resetInProcess } from './index-reset.js';
 import {
   cleanMark,
   emptyDispatchFolders,
@@ -45,8 +44,7 @@ import { leftUntracked } from './untracked-left.js';
  * - Without a monitor, a large tree's record of its directories leaves git one walk, the `lstat`
  *   of the tracked files, and a `git clean` of the changed directories' entries (scanned-checkout.ts).
  * - Otherwise, or when either cannot say, git walks the whole tree: `clean`, then `checkout --force`;
- *   the `clean` only where something is there the index does not track (untracked-left.ts), and
- *   where nothing is, a small tree is reset in-process instead (index-reset.ts).
+ *   the `clean` only where something is there the index does not track (untracked-left.ts).
  */
 export async function resetCheckout(
   dir: string,
@@ -64,14 +62,10 @@ export async function resetCheckout(
   const holding = monitor !== null && (await holdDispatchFolders(dir));
   // The clean first: a link standing where a folder was (even to that folder, moved away) would
   // show the checkout the tracked files through it, unchanged, and go with the clean after it.
-  // A small checkout whose folders hold only what its index tracks has nothing to clean, and is
-  // reset in-process where it can be.
-  const untracked = holding || leftUntracked(dir, keep);
-  if (!untracked && !monitor && (await resetInProcess(dir, commit))) {
-    await recordWalked(dir, commit, keep, false);
-    return { how: 'in-process' };
+  // A small checkout whose folders hold only what its index tracks has nothing to clean.
+  if (holding || leftUntracked(dir, keep)) {
+    await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
   }
-  if (untracked) await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
   await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
   if (holding) await emptyDispatchFolders(dir);
   await recordWalked(dir, commit, keep, monitor !== null);
@@ -79,11 +73,8 @@ export async function resetCheckout(
 }
 
 export interface ResetOutcome {
-  /**
-   * `changed-paths`: by the monitor; `scanned`: by the directory record; `in-process`: a small
-   * tree with nothing untracked, without git (index-reset.ts); `whole-tree`: git walked.
-   */
-  readonly how: 'changed-paths' | 'scanned' | 'in-process' | 'whole-tree';
+  /** `changed-paths`: by the monitor; `scanned`: by the directory record; `whole-tree`: git walked. */
+  readonly how: 'changed-paths' | 'scanned' | 'whole-tree';
   /**
    * After a reset by the monitor's changed paths: the monitor's clock from before the reset's
    * own writes, the checkout's new clean record (they count as changed since, which costs a
