@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { rewriteInPlace } from '../shared/file-in-place.js';
 
 /**
  * The process groups of the agent CLIs a host started, one file each under the host's folder of
@@ -26,7 +27,7 @@ export function cliGroupsDir(home: string, hostId: string): string {
 
 /**
  * The host's records are slot files named `<host pid>-<n>`, one per CLI running at once, each
- * rewritten in place (emptied when its CLI ends): a new file for every CLI run cost the host a
+ * rewritten in place (blanked when its CLI ends): a new file for every CLI run cost the host a
  * new inode twice a task, the dearest file call on a busy machine (docs/BENCHMARKS.md §22). The
  * pid in the name keeps two processes from writing one file.
  */
@@ -42,14 +43,15 @@ export function createCliGroups(dir: string): CliGroups {
         mkdirSync(dir, { recursive: true });
         slot = join(dir, `${process.pid}-${made++}`);
       }
-      writeFileSync(slot, JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
+      rewriteInPlace(slot, JSON.stringify({ pgid, startTime: startTimeOf(pgid) }));
       slots.set(pgid, slot);
     },
     async forget(pgid) {
       const slot = slots.get(pgid);
       if (slot === undefined) return;
       slots.delete(pgid);
-      writeFileSync(slot, '');
+      // Blank, not emptied: emptying a file that holds data costs a write to disk (file-in-place.ts).
+      rewriteInPlace(slot, ' ');
       free.push(slot);
     },
     async killLeftovers() {

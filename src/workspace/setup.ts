@@ -6,7 +6,8 @@
  * Setup commands are the mission author's own shell commands, like exit criteria: `bash -c`.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { rewriteInPlace } from '../shared/file-in-place.js';
 import { runGit } from './git.js';
 import { isUnder, keptPaths } from './monitored-paths.js';
 
@@ -69,9 +70,9 @@ export function readCheckoutState(file: string): CheckoutState {
   }
 }
 
-/** Rejects when the file cannot be written. */
+/** Rejects when the file cannot be written. Rewritten in place: a checkout's state changes twice a task. */
 export async function writeCheckoutState(file: string, state: CheckoutState): Promise<void> {
-  writeFileSync(file, `${JSON.stringify(state)}\n`);
+  rewriteInPlace(file, `${JSON.stringify(state)}\n`);
 }
 
 export function commandsKey(spec: SetupSpec): string {
