@@ -14,11 +14,12 @@ import {
   retryOnLockContention,
   runGit,
 } from './git.js';
-import { cachedWriteRules, lstatOrNull, readStoredObject } from './git-files.js';
+import { cachedWriteRules, lstatOrNull, type RepoWriteRules, readStoredObject } from './git-files.js';
 import { housekeep } from './housekeep.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
-import { readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { looseLsTree, looseReader } from './loose-trees.js';
+import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 export function isDispatchPath(path: string): boolean {
   return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);
@@ -83,7 +84,13 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   let dispatch = readEntries(dir, [
     ...new Set([...[...paths].filter(isDispatchPath), ...filesUnder(dir, DISPATCH_DIR)]),
   ]);
-  const cleaned = await cleanedByGit(dir, [...work.entries, ...dispatch.entries]);
+  const rules = await cachedWriteRules(gitDirOf(dir));
+  if (!rules.modesTrusted) {
+    const modes = await modesAt(dir, base, [...paths]);
+    work = withModes(work, modes, rules);
+    dispatch = withModes(dispatch, modes, rules);
+  }
+  const cleaned = await cleanedByGit(dir, rules, [...work.entries, ...dispatch.entries]);
   if (cleaned) {
     work = withContents(work, cleaned);
     dispatch = withContents(dispatch, cleaned);
@@ -223,13 +230,13 @@ function readEntries(dir: string, paths: readonly string[]): ReadEntries {
  */
 async function cleanedByGit(
   dir: string,
+  rules: RepoWriteRules,
   entries: readonly ImportEntry[],
 ): Promise<Map<string, Buffer> | null> {
   const files = entries.flatMap((entry) =>
     'content' in entry && entry.mode !== '120000' ? [entry.path] : [],
   );
   if (files.length === 0) return null;
-  const rules = await cachedWriteRules(gitDirOf(dir));
   if (!contentMayConvert(dir, files, rules)) return null;
   const { stdout } = await runGit(['hash-object', '-w', '--stdin-paths'], {
     cwd: dir,
@@ -244,6 +251,60 @@ async function cleanedByGit(
     cleaned.set(path, body);
   });
   return cleaned;
+}
+
+/** The modes `commit` holds at `paths` (and below those that are folders there). */
+async function modesAt(dir: string, commit: string, paths: readonly string[]): Promise<Map<string, string>> {
+  const modes = new Map<string, string>();
+  if (paths.length === 0) return modes;
+  const listed = await looseLsTree(await looseReader(dir), commit, paths, 100_000);
+  if (listed) {
+    for (const entry of listed) modes.set(entry.path, entry.mode);
+    return modes;
+  }
+  const out = await readGit(['ls-tree', '-z', '--full-tree', commit, '--', ...paths.map(literalPathspec)], {
+    cwd: dir,
+  });
+  for (const line of out.split('\0')) {
+    const tab = line.indexOf('\t');
+    if (tab > 0) modes.set(line.slice(tab + 1), line.slice(0, line.indexOf(' ')));
+  }
+  return modes;
+}
+
+type FileMode = '100644' | '100755' | '120000';
+
+/**
+ * `read` with the modes `git add` gives where the repository does not trust the file system's
+ * (core.fileMode or core.symlinks off: a checkout on a file system without them): a file keeps
+ * the executable bit the base commit gave it, and a new one is not executable; a file standing
+ * for a link the base commit holds stays a link, its text the target.
+ */
+function withModes(
+  read: ReadEntries,
+  modes: ReadonlyMap<string, string>,
+  rules: Pick<RepoWriteRules, 'executableBit' | 'symlinks'>,
+): ReadEntries {
+  const modeOf = (path: string, onDisk: FileMode): FileMode => {
+    if (onDisk === '120000') return onDisk;
+    const before = modes.get(path);
+    if (!rules.symlinks && before === '120000') return before;
+    if (rules.executableBit) return onDisk;
+    return before === '100755' || before === '100644' ? before : '100644';
+  };
+  return {
+    entries: read.entries.map((entry) =>
+      'content' in entry ? { ...entry, mode: modeOf(entry.path, entry.mode) } : entry,
+    ),
+    index: read.index.map((changed) =>
+      changed.entry
+        ? {
+            ...changed,
+            entry: { ...changed.entry, mode: modeOf(changed.path, changed.entry.mode as FileMode) },
+          }
+        : changed,
+    ),
+  };
 }
 
 /** `read` with the contents git stores where `cleaned` has them. */

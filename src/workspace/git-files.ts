@@ -199,6 +199,10 @@ export interface RepoWriteRules {
    * as an attempt's commit does (off, `update-index` keeps the mode the index had).
    */
   readonly modesTrusted: boolean;
+  /** core.fileMode is not off: git takes the executable bit from the file system. */
+  readonly executableBit: boolean;
+  /** core.symlinks is not off: a link is a link (off, a file holding the target stands for one). */
+  readonly symlinks: boolean;
   /**
    * core.autocrlf is `true` or `input`: git converts line endings on the way in, where the
    * in-process commit would store the bytes as they are (content-filters.ts).
@@ -255,13 +259,17 @@ export function writeRules(
   const logsBranches = logs === undefined ? !yes('core.bare') : yes('core.logallrefupdates');
   const refLogs = logs === 'always' ? 'always' : logsBranches ? 'normal' : 'none';
   const off = (key: string) => ['false', 'no', 'off', '0'].includes(values.get(key) ?? '');
-  const modesTrusted = !off('core.filemode') && !off('core.symlinks');
+  const executableBit = !off('core.filemode');
+  const symlinks = !off('core.symlinks');
+  const modesTrusted = executableBit && symlinks;
   const autocrlf = yes('core.autocrlf') || values.get('core.autocrlf') === 'input';
   return {
     plain,
     ignoreCase: yes('core.ignorecase'),
     refLogs,
     modesTrusted,
+    executableBit,
+    symlinks,
     autocrlf,
     ...(attributesFile ? { attributesFile } : {}),
   };
@@ -283,6 +291,8 @@ export function cachedWriteRules(gitDir: string): Promise<RepoWriteRules> {
               ignoreCase: true,
               refLogs: 'normal' as const,
               modesTrusted: false,
+              executableBit: false,
+              symlinks: false,
               autocrlf: true,
             },
     );

@@ -249,6 +249,53 @@ describe('commitAttempt', () => {
     await removeWorktree(dir);
   });
 
+  it('keeps the modes git add would where the repository does not trust the file system (core.fileMode, core.symlinks off)', async () => {
+    const { prepared, checkout } = await checkoutOf('c-modes', {
+      'plain.txt': 'plain\n',
+      'tool.sh': 'echo tool\n',
+      'target.txt': 'target\n',
+    });
+    const dir = checkout.dir;
+    // The base: tool.sh executable, link a link (made here: checkoutOf writes plain files).
+    await runGit(['update-index', '--chmod=+x', 'tool.sh'], { cwd: prepared.repo });
+    await symlink('target.txt', join(prepared.repo, 'link'));
+    await runGit(['add', 'link'], { cwd: prepared.repo });
+    await runGit(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'modes'], {
+      cwd: prepared.repo,
+    });
+    const base = await git(prepared.repo, 'rev-parse', 'HEAD');
+    await runGit(['fetch', '-q', 'origin'], { cwd: dir });
+    await runGit(['checkout', '-q', '--force', '--detach', base], { cwd: dir });
+    await runGit(['config', 'core.fileMode', 'false'], { cwd: dir });
+    await runGit(['config', 'core.symlinks', 'false'], { cwd: dir });
+    // What such a file system shows: the bits are noise, and a link is a file holding its target.
+    await writeFile(join(dir, 'plain.txt'), 'plain, edited\n');
+    await chmod(join(dir, 'plain.txt'), 0o755);
+    await writeFile(join(dir, 'tool.sh'), 'echo tool, edited\n');
+    await chmod(join(dir, 'tool.sh'), 0o644);
+    await writeFile(join(dir, 'new.sh'), 'echo new\n');
+    await chmod(join(dir, 'new.sh'), 0o755);
+    await unlink(join(dir, 'link'));
+    await writeFile(join(dir, 'link'), 'plain.txt');
+
+    const ref = attemptRef('c-modes', 't', 1);
+    const committed = await commitAttempt({
+      dir,
+      message: 't',
+      ref,
+      baseCommit: base,
+      localRepo: prepared.repo,
+    });
+    const modes = await git(prepared.repo, 'ls-tree', '--full-tree', committed.workCommit);
+    expect(modes).toMatch(/^100644 blob \S+\tplain\.txt$/m);
+    expect(modes).toMatch(/^100755 blob \S+\ttool\.sh$/m);
+    expect(modes).toMatch(/^100644 blob \S+\tnew\.sh$/m);
+    expect(modes).toMatch(/^120000 blob \S+\tlink$/m);
+    expect(await git(prepared.repo, 'cat-file', 'blob', `${committed.workCommit}:link`)).toBe('plain.txt');
+    expect(await git(dir, 'status', '--porcelain')).toBe('');
+    await removeWorktree(dir);
+  });
+
   it("commits flotilla's dispatch files even where the repository's .gitignore ignores .planning/", async () => {
     // The kernel's .gitignore has `.*`: `git add -A` silently left PROMPT and RESULT out.
     const { prepared, checkout } = await checkoutOf('c2', {
