@@ -65,7 +65,10 @@ async function writeReceipt(ctx: HostContext, end: MissionEnd): Promise<void> {
   const body = receiptBody(end, tip);
   const receipt: Receipt = ctx.signingKey ? signReceipt(body, ctx.signingKey) : { ...body, signature: null };
   if (!ctx.signingKey) {
-    ctx.logger.warn({ missionId }, 'FLOTILLA_SIGNING_KEY is not set: the mission receipt is not signed');
+    ctx.logger.warn(
+      { missionId },
+      'FLOTILLA_SIGNING_KEY is not set: the mission receipt is not signed (to sign receipts, point it at an Ed25519 private key file: docs/RECEIPTS.md)',
+    );
   }
   await ctx.store.setReceipt(missionId, receipt);
 }
