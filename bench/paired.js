@@ -2,7 +2,7 @@
  * Two commands timed in turn, A B A B …, and their ratio taken pair by pair, so a machine whose
  * speed drifts during the call moves both sides of each ratio together. Wall time from a monotonic
  * clock around each run, CPU time as the kernel accounts the finished child and what it waited for
- * (/proc/self/stat `cutime` + `cstime`, Linux). No shell: each command is split on spaces.
+ * (lib/profile.js cpuMs(): /proc/self/stat, Linux). No shell: each command is split on spaces.
  *
  *   node bench/paired.js --pairs 6 --warmup 1 \
  *     --a "node bench/run.js overhead --n 200 --variants flotilla --runs 1 --no-profile" \
@@ -12,27 +12,17 @@
  * A/B: quote the medians.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { cpuMs } from './lib/profile.js';
 
-const TICKS_PER_SECOND = 100;
-
-/** CPU seconds of this process's waited-for children so far. */
-function childrenCpu() {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Fields 16 and 17 of proc(5) (cutime, cstime); the slice starts at field 3.
-  return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
-}
-
-function timed(command) {
+async function timed(command) {
   const [program, ...args] = command.trim().split(/\s+/);
-  const cpu = childrenCpu();
+  const cpu = (await cpuMs()).children;
   const began = process.hrtime.bigint();
   const result = spawnSync(program, args, { stdio: 'ignore' });
   const wall = Number(process.hrtime.bigint() - began) / 1e9;
   if (result.error) throw result.error;
-  return { wall, cpu: childrenCpu() - cpu, status: result.status };
+  return { wall, cpu: ((await cpuMs()).children - cpu) / 1000, status: result.status };
 }
 
 const spread = (values) => {
@@ -54,13 +44,13 @@ if (!values.a || !values.b) {
   process.exit(2);
 }
 for (let i = 0; i < Number(values.warmup); i++) {
-  timed(values.a);
-  timed(values.b);
+  await timed(values.a);
+  await timed(values.b);
 }
 const pairs = [];
 for (let i = 0; i < Number(values.pairs); i++) {
-  const a = timed(values.a);
-  const b = timed(values.b);
+  const a = await timed(values.a);
+  const b = await timed(values.b);
   pairs.push({ a, b });
   console.log(
     `pair ${i + 1}: A ${a.wall.toFixed(2)} s wall, ${a.cpu.toFixed(2)} s CPU (exit ${a.status}); ` +

@@ -18,8 +18,8 @@ import { cachedWriteRules, lstatOrNull, type RepoWriteRules, readStoredObject } 
 import { housekeep } from './housekeep.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
-import { looseLsTree, looseReader } from './loose-trees.js';
-import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { looseReader, treeEntriesAt } from './loose-trees.js';
+import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 export function isDispatchPath(path: string): boolean {
   return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);
@@ -255,24 +255,34 @@ async function cleanedByGit(
 
 /** The modes `commit` holds at `paths` (and below those that are folders there). */
 async function modesAt(dir: string, commit: string, paths: readonly string[]): Promise<Map<string, string>> {
-  const modes = new Map<string, string>();
-  if (paths.length === 0) return modes;
-  const listed = await looseLsTree(await looseReader(dir), commit, paths, 100_000);
-  if (listed) {
-    for (const entry of listed) modes.set(entry.path, entry.mode);
-    return modes;
-  }
-  const out = await readGit(['ls-tree', '-z', '--full-tree', commit, '--', ...paths.map(literalPathspec)], {
-    cwd: dir,
-  });
-  for (const line of out.split('\0')) {
-    const tab = line.indexOf('\t');
-    if (tab > 0) modes.set(line.slice(tab + 1), line.slice(0, line.indexOf(' ')));
-  }
-  return modes;
+  const entries = await treeEntriesAt(dir, await looseReader(dir), commit, paths, 100_000);
+  return new Map(entries.map((entry) => [entry.path, entry.mode]));
 }
 
 type FileMode = '100644' | '100755' | '120000';
+
+/** `read` with each file's mode and content (not a deletion's) as `change` gives them. */
+function mapFiles(
+  read: ReadEntries,
+  change: (path: string, mode: FileMode, content: Uint8Array) => { mode: FileMode; content: Uint8Array },
+): ReadEntries {
+  return {
+    entries: read.entries.map((entry) =>
+      'content' in entry ? { ...entry, ...change(entry.path, entry.mode, entry.content) } : entry,
+    ),
+    index: read.index.map((changed) =>
+      changed.entry
+        ? {
+            ...changed,
+            entry: {
+              ...changed.entry,
+              ...change(changed.path, changed.entry.mode as FileMode, changed.entry.content),
+            },
+          }
+        : changed,
+    ),
+  };
+}
 
 /**
  * `read` with the modes `git add` gives where the repository does not trust the file system's
@@ -292,34 +302,12 @@ function withModes(
     if (rules.executableBit) return onDisk;
     return before === '100755' || before === '100644' ? before : '100644';
   };
-  return {
-    entries: read.entries.map((entry) =>
-      'content' in entry ? { ...entry, mode: modeOf(entry.path, entry.mode) } : entry,
-    ),
-    index: read.index.map((changed) =>
-      changed.entry
-        ? {
-            ...changed,
-            entry: { ...changed.entry, mode: modeOf(changed.path, changed.entry.mode as FileMode) },
-          }
-        : changed,
-    ),
-  };
+  return mapFiles(read, (path, mode, content) => ({ mode: modeOf(path, mode), content }));
 }
 
 /** `read` with the contents git stores where `cleaned` has them. */
 function withContents(read: ReadEntries, cleaned: ReadonlyMap<string, Buffer>): ReadEntries {
-  const content = (path: string) => cleaned.get(path);
-  return {
-    entries: read.entries.map((entry) => {
-      const body = content(entry.path);
-      return body && 'content' in entry ? { ...entry, content: body } : entry;
-    }),
-    index: read.index.map((changed) => {
-      const body = content(changed.path);
-      return body && changed.entry ? { ...changed, entry: { ...changed.entry, content: body } } : changed;
-    }),
-  };
+  return mapFiles(read, (path, mode, content) => ({ mode, content: cleaned.get(path) ?? content }));
 }
 
 /** Every file below `dir/sub`, as repository paths (flotilla's small dispatch folder). */

@@ -8,10 +8,13 @@
  * caller's limit answers null, and the caller asks git.
  */
 import { objectStores, objectStoresOf } from './checkout-head.js';
+import { runGit } from './git.js';
 import { readStoredObject } from './git-files.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
+import { parseLsTree } from './monitored-paths.js';
 import type { ObjectBatch } from './object-batch.js';
 import { isObjectId } from './ref-files.js';
+import { literalPathspec } from './snapshot-changes.js';
 
 const TREE_MODE = '40000';
 
@@ -225,6 +228,29 @@ export async function looseLsTree(
     // Not loose here, or not readable as git writes it: git answers.
     return null;
   }
+}
+
+/**
+ * looseLsTree(), or `git ls-tree -r` in the checkout at `dir` where the reader cannot answer (an
+ * object it cannot find, a name that is not UTF-8, more than `limit` entries).
+ */
+export async function treeEntriesAt(
+  dir: string,
+  reader: LooseReader,
+  commit: string,
+  paths: readonly string[],
+  limit: number,
+): Promise<LooseEntry[]> {
+  if (paths.length === 0) return [];
+  const read = await looseLsTree(reader, commit, paths, limit);
+  if (read) return read;
+  const listed = await runGit(
+    ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...paths.map(literalPathspec)],
+    {
+      cwd: dir,
+    },
+  );
+  return parseLsTree(listed.stdout);
 }
 
 /**

@@ -8,14 +8,13 @@ import { join, resolve } from 'node:path';
 import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
 import { detachedHead, indexLocked, indexStamp, writeDetachedHead } from './checkout-head.js';
 import { runGit } from './git.js';
-import { type LooseReader, looseKinds, looseLsTree, looseReader, treeChanges } from './loose-trees.js';
+import { type LooseReader, looseKinds, looseReader, treeChanges, treeEntriesAt } from './loose-trees.js';
 import {
   ancestorsOf,
   type Candidates,
   candidatePaths,
   DISPATCH_FOLDERS,
   MONITORED_PATHS_LIMIT,
-  parseLsTree,
   pathsToLook,
   resetPlan,
   withFiles,
@@ -155,15 +154,7 @@ export async function resetChanged(
     const target =
       lookup.length === 0
         ? []
-        : ((await looseLsTree(await reader(), commit, lookup, MONITORED_PATHS_LIMIT * 8)) ??
-          parseLsTree(
-            (
-              await runGit(
-                ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...lookup.map(literalPathspec)],
-                { cwd: dir },
-              )
-            ).stdout,
-          ));
+        : await treeEntriesAt(dir, await reader(), commit, lookup, MONITORED_PATHS_LIMIT * 8);
     const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
     // A link standing for a folder above a path would take the removal outside the checkout (an
     // attempt that moved a folder away and linked to it): the walk removes the link itself.
