@@ -278,14 +278,10 @@ describe('commitAttempt', () => {
     await unlink(join(dir, 'link'));
     await writeFile(join(dir, 'link'), 'plain.txt');
 
-    const ref = attemptRef('c-modes', 't', 1);
-    const committed = await commitAttempt({
-      dir,
-      message: 't',
-      ref,
-      baseCommit: base,
-      localRepo: prepared.repo,
-    });
+    const { committed } = await commitLocally(
+      { prepared, checkout: { ...checkout, baseCommit: base } },
+      'c-modes',
+    );
     const modes = await git(prepared.repo, 'ls-tree', '--full-tree', committed.workCommit);
     expect(modes).toMatch(/^100644 blob \S+\tplain\.txt$/m);
     expect(modes).toMatch(/^100755 blob \S+\ttool\.sh$/m);
