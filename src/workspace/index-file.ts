@@ -12,7 +12,6 @@
  * Synchronous file calls, as in the rest of the in-process git plumbing (docs/ARCHITECTURE.md,
  * "Synchronous git files").
  */
-import { createHash } from 'node:crypto';
 import {
   type BigIntStats,
   closeSync,
@@ -29,226 +28,21 @@ import {
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, closeQuietly, lstatOrNull, objectId } from './git-files.js';
-
-/** What git records of a file in its index entry, each a 32-bit field (larger values cut, as git does). */
-export interface EntryStat {
-  readonly ctimeSec: number;
-  readonly ctimeNsec: number;
-  readonly mtimeSec: number;
-  readonly mtimeNsec: number;
-  readonly dev: number;
-  readonly ino: number;
-  readonly uid: number;
-  readonly gid: number;
-  readonly size: number;
-}
-
-/** One changed path: its new entry, or null when it is gone. */
-export interface IndexUpdate {
-  readonly path: string;
-  readonly entry: { readonly mode: number; readonly id: string; readonly stat: EntryStat } | null;
-}
-
-/**
- * The entries of the index as read, a column each (the kernel tree's index holds 78,000: no object
- * per entry): where each starts and ends in the file, where its path is, its stage, and whether it
- * carries version 3's extended flags (skip-worktree, intent-to-add).
- */
-interface Entries {
-  readonly count: number;
-  readonly start: Uint32Array;
-  readonly end: Uint32Array;
-  readonly nameAt: Uint32Array;
-  readonly nameEnd: Uint32Array;
-  readonly stage: Uint8Array;
-  readonly extended: Uint8Array;
-}
-
-interface ParsedIndex {
-  readonly version: number;
-  readonly entries: Entries;
-  /** Extensions kept as they are (the cache tree is rebuilt from `tree`). */
-  readonly kept: Buffer[];
-  readonly tree: CacheTree | null;
-}
-
-const SIGNATURE = 0x44495243; // "DIRC"
-const HASH_BYTES = 20;
-const FLAG_EXTENDED = 0x4000;
-const FLAG_ASSUME_VALID = 0x8000;
-const NAME_MASK = 0xfff;
-
-/**
- * Extensions written back unchanged: the resolve-undo record names paths, not positions. Every
- * other optional one (untracked cache, file-system monitor, offsets of entries) is dropped, which
- * git allows: it rebuilds what it wants of them.
- */
-const KEPT_EXTENSIONS = new Set(['REUC']);
-
-/** The index file's bytes as entries and extensions; null for a form this reader leaves to git. */
-export function parseIndex(file: Buffer): ParsedIndex | null {
-  if (file.byteLength < 12 + HASH_BYTES || file.readUInt32BE(0) !== SIGNATURE) return null;
-  const version = file.readUInt32BE(4);
-  if (version !== 2 && version !== 3) return null;
-  const body = file.subarray(0, file.byteLength - HASH_BYTES);
-  const hash = createHash('sha1').update(body).digest();
-  if (!hash.equals(file.subarray(file.byteLength - HASH_BYTES))) return null;
-  const count = file.readUInt32BE(8);
-  const entries: Entries = {
-    count,
-    start: new Uint32Array(count),
-    end: new Uint32Array(count),
-    nameAt: new Uint32Array(count),
-    nameEnd: new Uint32Array(count),
-    stage: new Uint8Array(count),
-    extended: new Uint8Array(count),
-  };
-  let at = 12;
-  for (let i = 0; i < count; i++) {
-    if (at + 62 > body.byteLength) return null;
-    const flags = file.readUInt16BE(at + 60);
-    const extended = (flags & FLAG_EXTENDED) !== 0;
-    if (extended && version < 3) return null;
-    const nameAt = at + (extended ? 64 : 62);
-    const short = flags & NAME_MASK;
-    const end = short < NAME_MASK ? nameAt + short : file.indexOf(0, nameAt);
-    if (end < nameAt || end >= body.byteLength || file[end] !== 0) return null;
-    // Padded with NULs to a multiple of 8 bytes from the entry's start.
-    const next = at + ((nameAt - at + (end - nameAt) + 8) & ~7);
-    entries.start[i] = at;
-    entries.end[i] = next;
-    entries.nameAt[i] = nameAt;
-    entries.nameEnd[i] = end;
-    entries.stage[i] = (flags >> 12) & 3;
-    // Assume-unchanged (git keeps such an entry as it is) counts with the extended flags.
-    const assumeValid = (flags & FLAG_ASSUME_VALID) !== 0;
-    entries.extended[i] = assumeValid || (extended && file.readUInt16BE(at + 62) !== 0) ? 1 : 0;
-    at = next;
-  }
-  const kept: Buffer[] = [];
-  let tree: CacheTree | null = null;
-  while (at < body.byteLength) {
-    if (at + 8 > body.byteLength) return null;
-    const signature = file.subarray(at, at + 4).toString('latin1');
-    const size = file.readUInt32BE(at + 4);
-    const data = file.subarray(at + 8, at + 8 + size);
-    if (data.byteLength !== size) return null;
-    // A lower-case first letter marks an extension git must understand (split index, sparse index).
-    if (!/^[A-Z]/.test(signature)) return null;
-    if (signature === 'TREE') tree = parseCacheTree(data);
-    else if (KEPT_EXTENSIONS.has(signature)) kept.push(file.subarray(at, at + 8 + size));
-    at += 8 + size;
-  }
-  return { version, entries, kept, tree };
-}
-
-/** A node of the cache tree extension: a folder's tree id while still valid (entryCount ≥ 0). */
-interface CacheTree {
-  readonly name: Buffer;
-  entryCount: number;
-  readonly id: Buffer | null;
-  readonly children: CacheTree[];
-}
-
-function parseCacheTree(data: Buffer): CacheTree | null {
-  let at = 0;
-  const node = (): CacheTree | null => {
-    const nul = data.indexOf(0, at);
-    const newline = data.indexOf(10, nul);
-    if (nul < 0 || newline < 0) return null;
-    const [count, subtrees] = data
-      .subarray(nul + 1, newline)
-      .toString('latin1')
-      .split(' ');
-    const entryCount = Number(count);
-    const subtreeCount = Number(subtrees);
-    if (!Number.isInteger(entryCount) || !Number.isInteger(subtreeCount)) return null;
-    const name = data.subarray(at, nul);
-    at = newline + 1;
-    const id = entryCount >= 0 ? data.subarray(at, at + HASH_BYTES) : null;
-    if (id) at += HASH_BYTES;
-    const children: CacheTree[] = [];
-    for (let i = 0; i < subtreeCount; i++) {
-      const child = node();
-      if (!child) return null;
-      children.push(child);
-    }
-    return { name, entryCount, id, children };
-  };
-  const root = node();
-  return root && at === data.byteLength ? root : null;
-}
-
-/** The cache tree's nodes along `path` marked invalid, and a folder at `path` itself dropped (git's own rule). */
-function invalidate(root: CacheTree, path: string): void {
-  let node = root;
-  const parts = path.split('/');
-  for (const [i, part] of parts.entries()) {
-    node.entryCount = -1;
-    const name = Buffer.from(part);
-    const at = node.children.findIndex((child) => child.name.equals(name));
-    if (at < 0) return;
-    if (i === parts.length - 1) {
-      node.children.splice(at, 1);
-      return;
-    }
-    node = node.children[at] as CacheTree;
-  }
-}
-
-function cacheTreeBytes(node: CacheTree, out: Buffer[]): void {
-  out.push(node.name, Buffer.from(`\0${node.entryCount} ${node.children.length}\n`, 'latin1'));
-  if (node.entryCount >= 0 && node.id) out.push(node.id);
-  for (const child of node.children) cacheTreeBytes(child, out);
-}
-
-/** An entry as version 2 writes it (no extended flags), padded with NULs to 8 bytes. */
-export function entryBytes(path: Buffer, mode: number, id: string, stat: EntryStat): Buffer {
-  const size = (62 + path.byteLength + 8) & ~7;
-  const entry = Buffer.alloc(size);
-  const fields = [
-    stat.ctimeSec,
-    stat.ctimeNsec,
-    stat.mtimeSec,
-    stat.mtimeNsec,
-    stat.dev,
-    stat.ino,
-    mode,
-    stat.uid,
-    stat.gid,
-    stat.size,
-  ];
-  for (const [i, value] of fields.entries()) entry.writeUInt32BE(value >>> 0, i * 4);
-  entry.write(id, 40, 'hex');
-  entry.writeUInt16BE(Math.min(path.byteLength, NAME_MASK), 60);
-  path.copy(entry, 62);
-  return entry;
-}
-
-/** Entry `i`'s path compared with `path`: below 0 when it sorts before. */
-function comparePath(file: Buffer, entries: Entries, i: number, path: Buffer): number {
-  return file.compare(path, 0, path.byteLength, entries.nameAt[i], entries.nameEnd[i]);
-}
-
-function pathIs(file: Buffer, entries: Entries, i: number, path: Buffer): boolean {
-  return i < entries.count && comparePath(file, entries, i, path) === 0;
-}
-
-function pathOf(file: Buffer, entries: Entries, i: number): string {
-  return file.toString('utf8', entries.nameAt[i], entries.nameEnd[i]);
-}
-
-/** Where `path` is, or would go, among the entries (sorted by path bytes, then stage). */
-function position(file: Buffer, entries: Entries, path: Buffer): number {
-  let low = 0;
-  let high = entries.count;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (comparePath(file, entries, middle, path) < 0) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
+import {
+  entryBytes,
+  entryStat,
+  HASH_BYTES,
+  type IndexUpdate,
+  indexBytes,
+  invalidate,
+  type ParsedIndex,
+  parseIndex,
+  pathIs,
+  pathOf,
+  position,
+  treeExtension,
+} from './index-format.js';
+import { parseLink, type SharedIndex, sharedIndexOf, updatedSplitIndex } from './split-index.js';
 
 /**
  * The new index file: `updates` applied to `file`'s entries, entries in `smudged` (by number) written
@@ -357,40 +151,9 @@ export function updatedIndex(
   flush(entriesEnd);
   if (parsed.tree) {
     for (const path of [...updates.map((update) => update.path), ...gone]) invalidate(parsed.tree, path);
-    const tree: Buffer[] = [];
-    cacheTreeBytes(parsed.tree, tree);
-    const data = Buffer.concat(tree);
-    const head = Buffer.alloc(8);
-    head.write('TREE', 0, 'latin1');
-    head.writeUInt32BE(data.byteLength, 4);
-    chunks.push(head, data);
+    chunks.push(treeExtension(parsed.tree));
   }
-  chunks.push(...parsed.kept);
-  const header = Buffer.alloc(12);
-  header.writeUInt32BE(SIGNATURE, 0);
-  header.writeUInt32BE(parsed.version, 4);
-  header.writeUInt32BE(count, 8);
-  const hash = createHash('sha1').update(header);
-  for (const chunk of chunks) hash.update(chunk);
-  return Buffer.concat([header, ...chunks, hash.digest()]);
-}
-
-/** The stat fields git keeps of a file, from an lstat with nanosecond times. */
-function entryStat(info: BigIntStats): EntryStat {
-  const sec = (ns: bigint) => Number((ns / 1_000_000_000n) & 0xffffffffn);
-  const nsec = (ns: bigint) => Number(ns % 1_000_000_000n);
-  const low = (value: bigint) => Number(value & 0xffffffffn);
-  return {
-    ctimeSec: sec(info.ctimeNs),
-    ctimeNsec: nsec(info.ctimeNs),
-    mtimeSec: sec(info.mtimeNs),
-    mtimeNsec: nsec(info.mtimeNs),
-    dev: low(info.dev),
-    ino: low(info.ino),
-    uid: low(info.uid),
-    gid: low(info.gid),
-    size: low(info.size),
-  };
+  return indexBytes(parsed.version, count, [...chunks, ...parsed.kept]);
 }
 
 /**
@@ -481,8 +244,18 @@ export async function writeIndexUpdates(
         entry: { mode: Number.parseInt(changed.entry.mode, 8), id, stat: entryStat(info) },
       });
     }
-    const smudged = racilyClean(dir, file, parsed, indexInfo.mtimeNs, new Set(paths.map((p) => p.path)));
-    const next = updatedIndex(file, parsed, updates, smudged);
+    const indexSec = Number(indexInfo.mtimeNs / 1_000_000_000n);
+    let next: Buffer | null;
+    if (parsed.link) {
+      const link = parseLink(parsed.link);
+      const shared = link && sharedIndex(gitDir, link.base);
+      if (!link || !shared) return false;
+      const changed = (entry: Buffer, start: number, path: string) => racilyChanged(dir, entry, start, path);
+      next = updatedSplitIndex(file, parsed, link, shared, updates, { sec: indexSec, changed });
+    } else {
+      const smudged = racilyClean(dir, file, parsed, indexSec, new Set(paths.map((p) => p.path)));
+      next = updatedIndex(file, parsed, updates, smudged);
+    }
     if (!next) return false;
     writeFileSync(lock, next);
     const written = lock;
@@ -510,31 +283,67 @@ function racilyClean(
   dir: string,
   file: Buffer,
   parsed: ParsedIndex,
-  indexMtimeNs: bigint,
+  indexSec: number,
   changing: ReadonlySet<string>,
 ): Set<number> {
-  const indexSec = Number(indexMtimeNs / 1_000_000_000n);
   const smudged = new Set<number>();
   const { entries } = parsed;
   for (let i = 0; i < entries.count; i++) {
     const start = entries.start[i] as number;
     if (file.readUInt32BE(start + 8) < indexSec || entries.stage[i] !== 0) continue;
-    const kind = file.readUInt32BE(start + 24) >>> 12;
-    // Regular files (0o10) and links (0o12); a submodule's entry is never racy.
-    if (kind !== 0o10 && kind !== 0o12) continue;
     const path = pathOf(file, entries, i);
-    if (changing.has(path)) continue;
-    const full = join(dir, path);
-    const info = lstatOrNull(full);
-    // A file of another kind now (a folder, a FIFO) differs by its stat data already: not read.
-    if (!info || (kind === 0o12 ? !info.isSymbolicLink() : !info.isFile())) continue;
-    const now = entryStat(info);
-    // Seconds and size only: a git built without nanosecond times (Debian's) trusts those alone.
-    if (file.readUInt32BE(start + 8) !== now.mtimeSec || file.readUInt32BE(start + 36) !== now.size) continue;
-    const content = kind === 0o12 ? readlinkSync(full, { encoding: 'buffer' }) : readFileSync(full);
-    if (objectId('blob', content).id !== file.toString('hex', start + 40, start + 60)) smudged.add(i);
+    if (!changing.has(path) && racilyChanged(dir, file, start, path)) smudged.add(i);
   }
   return smudged;
+}
+
+/**
+ * True when the entry at `start` of `file` (for `path`, a file or link modified in the index's
+ * second or later) still matches its file by stat data while the content differs.
+ */
+function racilyChanged(dir: string, file: Buffer, start: number, path: string): boolean {
+  const kind = file.readUInt32BE(start + 24) >>> 12;
+  // Regular files (0o10) and links (0o12); a submodule's entry is never racy.
+  if (kind !== 0o10 && kind !== 0o12) return false;
+  const full = join(dir, path);
+  const info = lstatOrNull(full);
+  // A file of another kind now (a folder, a FIFO) differs by its stat data already: not read.
+  if (!info || (kind === 0o12 ? !info.isSymbolicLink() : !info.isFile())) return false;
+  const now = entryStat(info);
+  // Seconds and size only: a git built without nanosecond times (Debian's) trusts those alone.
+  if (file.readUInt32BE(start + 8) !== now.mtimeSec || file.readUInt32BE(start + 36) !== now.size)
+    return false;
+  const content = kind === 0o12 ? readlinkSync(full, { encoding: 'buffer' }) : readFileSync(full);
+  return objectId('blob', content).id !== file.toString('hex', start + 40, start + 60);
+}
+
+/**
+ * Shared indexes read and checked, by path: a file git names by its hash and never changes, read
+ * once per checkout (the kernel tree's 8 MB in ~25 ms), not once per attempt. A few are kept: one
+ * per warm checkout, and one more while git moves a checkout to a new one.
+ */
+const sharedIndexes = new Map<string, SharedIndex>();
+const SHARED_INDEXES_KEPT = 8;
+
+/** The shared index `base` names in `gitDir`; null when missing or not one parseIndex() reads. */
+function sharedIndex(gitDir: string, base: Buffer): SharedIndex | null {
+  const path = join(gitDir, `sharedindex.${base.toString('hex')}`);
+  const known = sharedIndexes.get(path);
+  if (known) {
+    sharedIndexes.delete(path);
+    sharedIndexes.set(path, known);
+    return known;
+  }
+  const read = readWhole(path);
+  const parsed = read && parseIndex(read.file);
+  if (!read || !parsed || parsed.link || !read.file.subarray(-HASH_BYTES).equals(base)) return null;
+  const shared = sharedIndexOf(read.file, parsed.entries);
+  sharedIndexes.set(path, shared);
+  for (const old of sharedIndexes.keys()) {
+    if (sharedIndexes.size <= SHARED_INDEXES_KEPT) break;
+    sharedIndexes.delete(old);
+  }
+  return shared;
 }
 
 /** What an index entry is: a file, a symbolic link, or a submodule's commit (a gitlink). */
@@ -553,7 +362,7 @@ export function readIndexKinds(indexPath: string, maxBytes: number): Map<string,
     return null;
   }
   const parsed = read && parseIndex(read.file);
-  if (!read || !parsed) return null;
+  if (!read || !parsed || parsed.link) return null;
   const { file } = read;
   const { entries } = parsed;
   const kinds = new Map<string, EntryKind>();

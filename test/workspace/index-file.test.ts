@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { writeLooseObject } from '../../src/workspace/git-files.js';
-import { type CommittedPath, parseIndex, writeIndexUpdates } from '../../src/workspace/index-file.js';
+import { type CommittedPath, writeIndexUpdates } from '../../src/workspace/index-file.js';
+import { parseIndex } from '../../src/workspace/index-format.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
@@ -129,12 +130,15 @@ const DECLINED: Record<string, Declined> = {
       return newFile(dir);
     },
   },
-  'a split index': {
-    arrange: async (dir) => {
-      await git(dir, 'update-index', '--split-index');
-      return newFile(dir);
+  'a split index whose entries outside the shared one would pass a fifth of it (git writes a new shared one)':
+    {
+      arrange: async (dir) => {
+        await git(dir, 'update-index', '--split-index');
+        // Two files added to the five of the shared index: 2 of 7 entries.
+        await writeFile(join(dir, 'new-2.txt'), 'new\n');
+        return [...(await newFile(dir)), 'new-2.txt'];
+      },
     },
-  },
   'a lock another git holds': {
     arrange: async (dir) => {
       await writeFile(join(dir, '.git', 'index.lock'), '');
@@ -246,4 +250,128 @@ describe('the index moved in-process', () => {
     expect(await writeIndexUpdates(dir, entries, declined.bound)).toBe(false);
     expect(await readFile(join(dir, '.git', 'index'))).toEqual(before);
   });
+});
+
+/** Random changes to `dir`: files written (links, modes, files where folders were) and paths removed. */
+async function randomChanges(dir: string, random: Random, count: number, tag: string): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const path = randomPath(random);
+    if (random.chance(0.3))
+      await rm(join(dir, path), { recursive: true, force: true }).catch(() => undefined);
+    else await putRandomFile(dir, path, random, `${tag} ${i}`);
+  }
+}
+
+/** The shared index files beside the index, and the index's own size. */
+async function splitFiles(dir: string): Promise<{ shared: string[]; size: number }> {
+  const { readdir, stat } = await import('node:fs/promises');
+  const names = await readdir(join(dir, '.git'));
+  return {
+    shared: names.filter((name) => name.startsWith('sharedindex.')).sort(),
+    size: (await stat(join(dir, '.git', 'index'))).size,
+  };
+}
+
+describe('a split index moved in-process (core.splitIndex, as the warm checkouts of a large tree have)', () => {
+  /** A repository of `files` files, its index split: every entry in the shared index. */
+  async function splitRepo(random: Random, files: number): Promise<string> {
+    const dir = await committedRepo(random, 0);
+    for (let i = 0; i < files; i++) await putFile(dir, `base/d${i % 10}/f${i}.txt`, `base ${i}\n`);
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'base files');
+    await git(dir, 'update-index', '--split-index');
+    return dir;
+  }
+
+  it('holds what git update-index makes of the same changes, round after round, git writing in between', async () => {
+    const random = createRandom(42);
+    const dir = await splitRepo(random, 300);
+    let ours = 0;
+    for (let round = 0; round < 12; round++) {
+      await randomChanges(dir, random, 6, `round ${round}`);
+      // Now and then a file of the shared index edited too, so a shared entry is replaced.
+      await writeFile(join(dir, `base/d${round % 10}/f${round * 10 + (round % 10)}.txt`), `round ${round}\n`);
+      const paths = (await changedPaths(dir)).sort();
+      const byGitDir = `${dir}-git-${round}`;
+      await cp(dir, byGitDir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+      await git(byGitDir, 'add', '--all');
+      if (round % 4 === 3) {
+        // git writes this round's index: the next round reads what git made of the split.
+        await git(dir, 'add', '--all');
+      } else {
+        const before = await splitFiles(dir);
+        expect(await writeIndexUpdates(dir, await committed(dir, paths))).toBe(true);
+        ours += 1;
+        // The shared index stays as it was: the write was of the split file alone.
+        expect((await splitFiles(dir)).shared).toEqual(before.shared);
+      }
+      expect(await git(dir, 'diff-files', '--name-only')).toBe('');
+      expect(await indexView(dir)).toEqual(await indexView(byGitDir));
+      // git reads the written index whole: every entry, the shared ones included.
+      expect(await git(dir, 'ls-files', '--stage', '-z')).toBe(
+        await git(byGitDir, 'ls-files', '--stage', '-z'),
+      );
+      await rm(byGitDir, { recursive: true, force: true });
+    }
+    expect(ours).toBe(9);
+    // git's own checks of the index it reads: its entries in order, the cache tree, the link.
+    await git(dir, 'fsck', '--no-progress', '--cache', '--no-dangling');
+  });
+
+  it.each(Array.from({ length: 8 }, (_, i) => i + 1))(
+    'holds what git makes of random changes, files becoming folders and back (seed %i)',
+    async (seed) => {
+      const random = createRandom(seed * 7);
+      const dir = await splitRepo(random, 200);
+      for (let i = 0; i < 20; i++) await putRandomFile(dir, randomPath(random), random, `base ${i}`);
+      await git(dir, 'add', '--all');
+      await git(dir, ...ID, 'commit', '--quiet', '-m', 'tricky names');
+      await git(dir, 'update-index', '--split-index');
+      await randomChanges(dir, random, 10, 'change');
+      const paths = (await changedPaths(dir)).sort();
+      const byGitDir = `${dir}-git`;
+      await cp(dir, byGitDir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+      await git(byGitDir, 'add', '--all');
+      expect(await writeIndexUpdates(dir, await committed(dir, paths))).toBe(true);
+      expect(await git(dir, 'diff-files', '--name-only')).toBe('');
+      expect(await indexView(dir)).toEqual(await indexView(byGitDir));
+    },
+  );
+
+  it.each(['the shared index alone', 'a replacing entry', 'an added entry'])(
+    'writes a racily clean entry in %s with size 0 (one of the shared index by a replacing entry), so git sees the edit',
+    async (where) => {
+      const dir = await splitRepo(createRandom(3), 20);
+      await git(dir, 'config', 'core.trustctime', 'false');
+      await writeFile(join(dir, 'same.txt'), 'one\n');
+      await writeFile(join(dir, 'other.txt'), 'x\n');
+      // Modified a minute ago: older than the index git writes next, so its entry is not smudged.
+      const second = Math.floor(Date.now() / 1000) - 60;
+      await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
+      if (where !== 'an added entry') await git(dir, 'add', 'same.txt');
+      await git(dir, 'update-index', '--split-index');
+      // Another size, so git sees the file changed and writes its entry anew, replacing the shared one.
+      const edit = where === 'a replacing entry' ? ['ONE!\n', 'two!\n'] : ['one\n', 'two\n'];
+      if (where === 'a replacing entry') {
+        await writeFile(join(dir, 'same.txt'), edit[0] ?? '');
+        await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
+      }
+      if (where !== 'the shared index alone') await git(dir, 'add', 'same.txt');
+      await writeFile(join(dir, 'same.txt'), edit[1] ?? '');
+      await utimes(join(dir, 'same.txt'), second + 0.7, second + 0.7);
+      await utimes(join(dir, '.git', 'index'), second + 0.5, second + 0.5);
+      // (A status that may write the index would smudge the entry itself.)
+      expect(await git(dir, '--no-optional-locks', 'status', '--porcelain', '--', 'same.txt')).toBe(
+        'AM same.txt',
+      );
+      const before = await splitFiles(dir);
+      expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
+      expect((await splitFiles(dir)).shared).toEqual(before.shared);
+      // Had the entry kept its size, git would trust it against the newer index and miss the edit.
+      expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
+      expect(await git(dir, 'ls-files', '--stage', 'other.txt')).toMatch(
+        /^100644 [0-9a-f]{40} 0\tother.txt$/,
+      );
+    },
+  );
 });
