@@ -285,6 +285,13 @@ export async function cachedIdentityArgs(cwd: string): Promise<string[]> {
  */
 export const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'] as const;
 
+/**
+ * For a git command given a few paths: no preload of the index (threads that lstat every entry
+ * the paths match, started on every call). On the kernel tree's 78,000 entries they cost a
+ * `restore` of two paths 9 ms of its ~27 and a `status` ~3 ms, for nothing (docs/BENCHMARKS.md §24).
+ */
+export const FEW_PATHS = ['-c', 'core.preloadIndex=false'] as const;
+
 const LOCK_CONTENTION = /cannot lock ref|unable to create '[^']*\.lock'|\.lock': File exists|failed to lock/i;
 /** Git reports a name clash (`a/b` beside `a/b/c`) as "cannot lock ref" too; waiting never fixes it. */
 const NAME_CLASH = /exists; cannot create|cannot process .* at the same time/i;

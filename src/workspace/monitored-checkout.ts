@@ -7,7 +7,7 @@ import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
 import { detachedHead, indexLocked, indexStamp, writeDetachedHead } from './checkout-head.js';
-import { runGit } from './git.js';
+import { FEW_PATHS, runGit } from './git.js';
 import { type LooseReader, looseKinds, looseReader, treeChanges, treeEntriesAt } from './loose-trees.js';
 import {
   ancestorsOf,
@@ -167,6 +167,7 @@ export async function resetChanged(
     if (plan.restore.length > 0) {
       await runGit(
         [
+          ...FEW_PATHS,
           'restore',
           `--source=${commit}`,
           '--staged',

@@ -1,5 +1,5 @@
 /** What an agent changed in its checkout, read from one `git status` relative to HEAD. */
-import { runGit } from './git.js';
+import { FEW_PATHS, runGit } from './git.js';
 
 /** flotilla's own by-products (prompts, results, archive): never the agent's work, never rolled back. */
 export const PLANNING_DIR = '.planning/';
@@ -85,6 +85,7 @@ export async function readWorktree(dir: string, options: ReadWorktreeOptions = {
   const { only, untracked = true } = options;
   const { stdout } = await runGit(
     [
+      ...(only ? FEW_PATHS : []),
       'status',
       '--porcelain=v2',
       '-z',
