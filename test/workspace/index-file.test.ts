@@ -3,8 +3,8 @@
  * --add --remove --replace` on copies of the same checkout: for seeded random changes (edits, new
  * files in new folders, deletions, links, modes), the entries, the tree git writes from the index
  * (a cache tree left valid where it should not be would give the old tree) and the status agree,
- * and git finds every file clean by its stat data. Forms the writer leaves to git leave the index
- * untouched.
+ * and git finds every file clean by its stat data; a split index the same, round after round and
+ * with git writing between. Forms the writer leaves to git leave the index untouched.
  */
 import { cp, lstat, mkdir, mkdtemp, readFile, readlink, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
