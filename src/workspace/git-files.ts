@@ -154,7 +154,7 @@ export function exists(path: string): boolean {
  * The lstat of `path` with nanosecond times and inode numbers that do not round, or null when
  * nothing is there or it cannot be read.
  */
-export function lstatOrNull(path: string): BigIntStats | null {
+export function lstatOrNull(path: string | Buffer): BigIntStats | null {
   try {
     return lstatSync(path, { bigint: true, throwIfNoEntry: false }) ?? null;
   } catch {

@@ -253,7 +253,7 @@ export async function writeIndexUpdates(
       const link = parseLink(parsed.link);
       const shared = link && sharedIndex(gitDir, link.base);
       if (!link || !shared) return false;
-      const changed = (entry: Buffer, start: number, path: string) => racilyChanged(dir, entry, start, path);
+      const changed = (entry: Buffer, start: number, name: Buffer) => racilyChanged(dir, entry, start, name);
       next = updatedSplitIndex(file, parsed, link, shared, updates, { sec: indexSec, changed });
     } else {
       const smudged = racilyClean(dir, file, parsed, indexSec, new Set(paths.map((p) => p.path)));
@@ -291,24 +291,27 @@ function racilyClean(
 ): Set<number> {
   const smudged = new Set<number>();
   const { entries } = parsed;
+  // Names compared as bytes (latin1 strings): one that is not UTF-8 is still the file's own.
+  const skipped = new Set([...changing].map((path) => Buffer.from(path).toString('latin1')));
   for (let i = 0; i < entries.count; i++) {
     const start = entries.start[i] as number;
     if (file.readUInt32BE(start + 8) < indexSec || entries.stage[i] !== 0) continue;
-    const path = pathOf(file, entries, i);
-    if (!changing.has(path) && racilyChanged(dir, file, start, path)) smudged.add(i);
+    const name = file.subarray(entries.nameAt[i], entries.nameEnd[i]);
+    if (!skipped.has(name.toString('latin1')) && racilyChanged(dir, file, start, name)) smudged.add(i);
   }
   return smudged;
 }
 
 /**
- * True when the entry at `start` of `file` (for `path`, a file or link modified in the index's
- * second or later) still matches its file by stat data while the content differs.
+ * True when the entry at `start` of `file` (for the path whose bytes are `name`, a file or link
+ * modified in the index's second or later) still matches its file by stat data while the content
+ * differs. The file is found by the name's bytes, so a name that is not UTF-8 is found too.
  */
-function racilyChanged(dir: string, file: Buffer, start: number, path: string): boolean {
+function racilyChanged(dir: string, file: Buffer, start: number, name: Buffer): boolean {
   const kind = file.readUInt32BE(start + 24) >>> 12;
   // Regular files (0o10) and links (0o12); a submodule's entry is never racy.
   if (kind !== 0o10 && kind !== 0o12) return false;
-  const full = join(dir, path);
+  const full = Buffer.concat([Buffer.from(`${dir}/`), name]);
   const info = lstatOrNull(full);
   // A file of another kind now (a folder, a FIFO) differs by its stat data already: not read.
   if (!info || (kind === 0o12 ? !info.isSymbolicLink() : !info.isFile())) return false;

@@ -20,7 +20,6 @@ import {
   NAME_MASK,
   type ParsedIndex,
   pathIs,
-  pathOf,
   position,
   treeExtension,
 } from './index-format.js';
@@ -156,8 +155,8 @@ export function ewahBytes(positions: readonly number[]): Buffer {
 export interface RacyCheck {
   /** The second the index was written: entries modified then or later are looked at. */
   readonly sec: number;
-  /** True when the entry at `start` of `file`, for `path`, must be written with size 0. */
-  readonly changed: (file: Buffer, start: number, path: string) => boolean;
+  /** True when the entry at `start` of `file`, for the path `name` (its bytes), must be written with size 0. */
+  readonly changed: (file: Buffer, start: number, name: Buffer) => boolean;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -233,7 +232,9 @@ export function updatedSplitIndex(
     const below = Buffer.concat([path, Buffer.from('/')]);
     for (let at = position(shared.file, base, below); at < base.count; at++) {
       const nameAt = base.nameAt[at] as number;
-      if (shared.file.compare(below, 0, below.byteLength, nameAt, nameAt + below.byteLength) !== 0) break;
+      const long = (base.nameEnd[at] as number) - nameAt >= below.byteLength;
+      if (!long || shared.file.compare(below, 0, below.byteLength, nameAt, nameAt + below.byteLength) !== 0)
+        break;
       if (!remove(Buffer.from(shared.file.subarray(nameAt, base.nameEnd[at])))) return false;
     }
     const prefix = below.toString('latin1');
@@ -273,12 +274,13 @@ export function updatedSplitIndex(
   }
   // Racily clean entries not changed here; one only in the shared index gets a replacing entry.
   const mtimeSec = (file: Buffer, start: number) => file.readUInt32BE(start + 8);
-  const untouched = (path: string) => !touched.has(Buffer.from(path).toString('latin1'));
+  const nameAt = (at: number) => shared.file.subarray(base.nameAt[at], base.nameEnd[at]);
+  const untouched = (name: Buffer) => !touched.has(name.toString('latin1'));
   for (let at = 0; shared.newestSec >= racy.sec && at < base.count; at++) {
     const start = base.start[at] as number;
     if (mtimeSec(shared.file, start) < racy.sec || deleted.has(at) || replacing.has(at)) continue;
-    const path = pathOf(shared.file, base, at);
-    if (!untouched(path) || !racy.changed(shared.file, start, path)) continue;
+    const name = nameAt(at);
+    if (!untouched(name) || !racy.changed(shared.file, start, name)) continue;
     if (!plain(base, at)) return null;
     const entry = sizeZero(shared.file.subarray(start, start + 64));
     entry.writeUInt16BE(entry.readUInt16BE(60) & ~NAME_MASK, 60);
@@ -286,14 +288,14 @@ export function updatedSplitIndex(
     replacing.set(at, entry);
   }
   for (const [at, bytes] of replacing) {
-    const path = pathOf(shared.file, base, at);
-    if (mtimeSec(bytes, 0) >= racy.sec && untouched(path) && racy.changed(bytes, 0, path)) {
+    const name = nameAt(at);
+    if (mtimeSec(bytes, 0) >= racy.sec && untouched(name) && racy.changed(bytes, 0, name)) {
       replacing.set(at, sizeZero(bytes));
     }
   }
   for (const [key, bytes] of added) {
     if (touched.has(key) || mtimeSec(bytes, 0) < racy.sec) continue;
-    if (racy.changed(bytes, 0, Buffer.from(key, 'latin1').toString())) added.set(key, sizeZero(bytes));
+    if (racy.changed(bytes, 0, Buffer.from(key, 'latin1'))) added.set(key, sizeZero(bytes));
   }
   const total = base.count - deleted.size + added.size;
   if (added.size * 100 > MAX_PERCENT_CHANGE * total) return null;

@@ -167,6 +167,30 @@ const DECLINED: Record<string, Declined> = {
   },
 };
 
+/** A file name as UTF-8, and one that is not (latin1 `café.txt`), with `git status` showing each. */
+const NAMES: [string, Buffer, string][] = [
+  ['a UTF-8 name', Buffer.from('same.txt'), 'same.txt'],
+  [
+    'a name that is not UTF-8',
+    Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74]),
+    '"caf\\351.txt"',
+  ],
+];
+
+/** `dir/name` with the name's bytes as they are. */
+function pathIn(dir: string, name: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${dir}/`), name]);
+}
+
+/** `git status` of what the index tracks, read without letting git write the index (which would smudge it itself). */
+async function trackedStatus(dir: string): Promise<string[]> {
+  const out = await git(dir, '--no-optional-locks', 'status', '--porcelain');
+  return out
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('??'))
+    .sort();
+}
+
 describe('the index moved in-process', () => {
   const SEEDS = Array.from({ length: 16 }, (_, i) => i + 1);
   let applied = 0;
@@ -204,27 +228,32 @@ describe('the index moved in-process', () => {
     expect(applied).toBe(SEEDS.length);
   });
 
-  it('writes a racily clean entry it does not change with size 0, as git would, so git sees the edit', async () => {
-    const random = createRandom(99);
-    const dir = await committedRepo(random, 0);
-    // core.trustctime off: only the times and size git records can tell a change, as on some systems.
-    await git(dir, 'config', 'core.trustctime', 'false');
-    await writeFile(join(dir, 'same.txt'), 'one\n');
-    await writeFile(join(dir, 'other.txt'), 'x\n');
-    // Modified "in the future": later than the index git writes next, so the entry is racy.
-    const second = Math.floor(Date.now() / 1000) + 3_600;
-    await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
-    await git(dir, 'add', 'same.txt');
-    // The same size, the same second (another nanosecond, which a git built without nanosecond
-    // times does not compare): only the contents say it changed.
-    await writeFile(join(dir, 'same.txt'), 'two\n');
-    await utimes(join(dir, 'same.txt'), second + 0.7, second + 0.7);
-    expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
-    expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
-    // Had the entry kept its size, git would trust it against the newer index and miss the edit.
-    expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
-    expect(await git(dir, 'ls-files', '--stage', 'other.txt')).toMatch(/^100644 [0-9a-f]{40} 0\tother.txt$/);
-  });
+  it.each(NAMES)(
+    'writes a racily clean entry it does not change with size 0, as git would, so git sees the edit (%s)',
+    async (_kind, name, shown) => {
+      const random = createRandom(99);
+      const dir = await committedRepo(random, 0);
+      const file = pathIn(dir, name);
+      // core.trustctime off: only the times and size git records can tell a change, as on some systems.
+      await git(dir, 'config', 'core.trustctime', 'false');
+      await writeFile(file, 'one\n');
+      // Modified a minute ago, before the index git writes next: not racy then, so not smudged.
+      const second = Math.floor(Date.now() / 1000) - 60;
+      await utimes(file, second + 0.1, second + 0.1);
+      await git(dir, 'add', '--all');
+      await writeFile(join(dir, 'other.txt'), 'x\n');
+      // The same size, the same second (another nanosecond, which a git built without nanosecond
+      // times does not compare), and the index written in that second too: only the contents say
+      // it changed, and the entry is racy, as git's was when it wrote the index.
+      await writeFile(file, 'two\n');
+      await utimes(file, second + 0.7, second + 0.7);
+      await utimes(join(dir, '.git', 'index'), second + 0.5, second + 0.5);
+      expect(await trackedStatus(dir)).toEqual([`AM ${shown}`]);
+      expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
+      // Had the entry kept its size, git would trust it against the newer index and miss the edit.
+      expect(await trackedStatus(dir)).toEqual([`AM ${shown}`, 'A  other.txt'].sort());
+    },
+  );
 
   it('takes away the entries below a path that becomes a file, past names that sort between them', async () => {
     const dir = await committedRepo(createRandom(5), 0);
@@ -338,40 +367,58 @@ describe('a split index moved in-process (core.splitIndex, as the warm checkouts
     },
   );
 
-  it.each(['the shared index alone', 'a replacing entry', 'an added entry'])(
-    'writes a racily clean entry in %s with size 0 (one of the shared index by a replacing entry), so git sees the edit',
-    async (where) => {
+  it('adds a long path that sorts just before the shared index’s last, short entry', async () => {
+    const dir = await committedRepo(createRandom(11), 0);
+    for (let i = 1; i <= 40; i++) await putFile(dir, `a${i}`, `${i}\n`);
+    await putFile(dir, 'b', 'b\n');
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'a and b');
+    await git(dir, 'update-index', '--split-index');
+    // Looking for entries below the new path reads past `b`, the last entry, into the file's end.
+    await putFile(dir, 'az/very/long/path/name/file.txt', 'new\n');
+    const byGitDir = `${dir}-git`;
+    await cp(dir, byGitDir, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+    await git(byGitDir, 'add', '--all');
+    expect(await writeIndexUpdates(dir, await committed(dir, ['az/very/long/path/name/file.txt']))).toBe(
+      true,
+    );
+    expect(await indexView(dir)).toEqual(await indexView(byGitDir));
+  });
+
+  it.each([
+    ['the shared index alone', ...(NAMES[0] ?? [])],
+    ['a replacing entry', ...(NAMES[0] ?? [])],
+    ['an added entry', ...(NAMES[0] ?? [])],
+    ['the shared index alone', ...(NAMES[1] ?? [])],
+  ] as [string, string, Buffer, string][])(
+    'writes a racily clean entry in %s with size 0 (%s), so git sees the edit',
+    async (where, _kind, name, shown) => {
       const dir = await splitRepo(createRandom(3), 20);
+      const file = pathIn(dir, name);
       await git(dir, 'config', 'core.trustctime', 'false');
-      await writeFile(join(dir, 'same.txt'), 'one\n');
-      await writeFile(join(dir, 'other.txt'), 'x\n');
+      await writeFile(file, 'one\n');
       // Modified a minute ago: older than the index git writes next, so its entry is not smudged.
       const second = Math.floor(Date.now() / 1000) - 60;
-      await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
-      if (where !== 'an added entry') await git(dir, 'add', 'same.txt');
+      await utimes(file, second + 0.1, second + 0.1);
+      if (where !== 'an added entry') await git(dir, 'add', '--all');
       await git(dir, 'update-index', '--split-index');
       // Another size, so git sees the file changed and writes its entry anew, replacing the shared one.
       const edit = where === 'a replacing entry' ? ['ONE!\n', 'two!\n'] : ['one\n', 'two\n'];
       if (where === 'a replacing entry') {
-        await writeFile(join(dir, 'same.txt'), edit[0] ?? '');
-        await utimes(join(dir, 'same.txt'), second + 0.1, second + 0.1);
+        await writeFile(file, edit[0] ?? '');
+        await utimes(file, second + 0.1, second + 0.1);
       }
-      if (where !== 'the shared index alone') await git(dir, 'add', 'same.txt');
-      await writeFile(join(dir, 'same.txt'), edit[1] ?? '');
-      await utimes(join(dir, 'same.txt'), second + 0.7, second + 0.7);
+      if (where !== 'the shared index alone') await git(dir, 'add', '--all');
+      await writeFile(join(dir, 'other.txt'), 'x\n');
+      await writeFile(file, edit[1] ?? '');
+      await utimes(file, second + 0.7, second + 0.7);
       await utimes(join(dir, '.git', 'index'), second + 0.5, second + 0.5);
-      // (A status that may write the index would smudge the entry itself.)
-      expect(await git(dir, '--no-optional-locks', 'status', '--porcelain', '--', 'same.txt')).toBe(
-        'AM same.txt',
-      );
+      expect(await trackedStatus(dir)).toEqual([`AM ${shown}`]);
       const before = await splitFiles(dir);
       expect(await writeIndexUpdates(dir, await committed(dir, ['other.txt']))).toBe(true);
       expect((await splitFiles(dir)).shared).toEqual(before.shared);
       // Had the entry kept its size, git would trust it against the newer index and miss the edit.
-      expect(await git(dir, 'status', '--porcelain', '--', 'same.txt')).toBe('AM same.txt');
-      expect(await git(dir, 'ls-files', '--stage', 'other.txt')).toMatch(
-        /^100644 [0-9a-f]{40} 0\tother.txt$/,
-      );
+      expect(await trackedStatus(dir)).toEqual([`AM ${shown}`, 'A  other.txt'].sort());
     },
   );
 });
