@@ -325,7 +325,7 @@ function racilyChanged(dir: string, file: Buffer, start: number, name: Buffer): 
 
 /**
  * Shared indexes read and checked, by path: a file git names by its hash and never changes, read
- * once per checkout (the kernel tree's 8 MB in ~25 ms), not once per attempt. A few are kept: one
+ * once per checkout (the kernel tree's 8 MB in 15–50 ms), not once per attempt. A few are kept: one
  * per warm checkout, and one more while git moves a checkout to a new one.
  */
 const sharedIndexes = new Map<string, SharedIndex>();
