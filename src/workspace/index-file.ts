@@ -31,6 +31,7 @@ import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, closeQuietly, lstatOrNull, objectId } from './git-files.js';
 import {
+  type Entries,
   entryBytes,
   entryStat,
   HASH_BYTES,
@@ -42,14 +43,16 @@ import {
   pathIs,
   pathOf,
   position,
+  type RacyCheck,
+  sizeZero,
   treeExtension,
 } from './index-format.js';
 import { parseLink, type SharedIndex, sharedIndexOf, updatedSplitIndex } from './split-index.js';
 
 /**
- * The new index file: `updates` applied to `file`'s entries, entries in `smudged` (by number) written
- * with size 0 (racily clean: git compares their contents next time), the cache tree invalidated
- * along every changed path. A file added where a folder of its path is an entry, or a folder
+ * The new index file: `updates` applied to `file`'s entries, the racily clean entries it does not
+ * change (`racy`) written with size 0 (git compares their contents next time), as git does on
+ * every index write, the cache tree invalidated along every changed path. A file added where a folder of its path is an entry, or a folder
  * where it is, takes that entry's or those entries' place (`--replace`). Null when an update meets
  * something git must decide: an unmerged or extended entry at a path it changes.
  */
@@ -57,9 +60,10 @@ export function updatedIndex(
   file: Buffer,
   parsed: ParsedIndex,
   updates: readonly IndexUpdate[],
-  smudged: ReadonlySet<number>,
+  racy: RacyCheck,
 ): Buffer | null {
   const { entries } = parsed;
+  const smudged = racilyClean(file, entries, updates, racy);
   /** By entry number: its new bytes, or null when it goes. */
   const replace = new Map<number, Buffer | null>();
   const inserts: { at: number; path: Buffer; bytes: Buffer }[] = [];
@@ -143,9 +147,7 @@ export function updatedIndex(
     } else if (replaced) {
       chunks.push(replaced);
     } else {
-      const copy = Buffer.from(file.subarray(start, entries.end[i]));
-      copy.writeUInt32BE(0, 36);
-      chunks.push(copy);
+      chunks.push(sizeZero(file.subarray(start, entries.end[i])));
     }
   }
   const entriesEnd = entries.count > 0 ? (entries.end[entries.count - 1] as number) : 12;
@@ -247,17 +249,18 @@ export async function writeIndexUpdates(
         entry: { mode: Number.parseInt(changed.entry.mode, 8), id, stat: entryStat(info) },
       });
     }
-    const indexSec = Number(indexInfo.mtimeNs / 1_000_000_000n);
+    const racy: RacyCheck = {
+      sec: Number(indexInfo.mtimeNs / 1_000_000_000n),
+      changed: (entry, start, name) => racilyChanged(dir, entry, start, name),
+    };
     let next: Buffer | null;
     if (parsed.link) {
       const link = parseLink(parsed.link);
       const shared = link && sharedIndex(gitDir, link.base);
       if (!link || !shared) return false;
-      const changed = (entry: Buffer, start: number, name: Buffer) => racilyChanged(dir, entry, start, name);
-      next = updatedSplitIndex(file, parsed, link, shared, updates, { sec: indexSec, changed });
+      next = updatedSplitIndex(file, parsed, link, shared, updates, racy);
     } else {
-      const smudged = racilyClean(dir, file, parsed, indexSec, new Set(paths.map((p) => p.path)));
-      next = updatedIndex(file, parsed, updates, smudged);
+      next = updatedIndex(file, parsed, updates, racy);
     }
     if (!next) return false;
     writeFileSync(lock, next);
@@ -276,28 +279,25 @@ export async function writeIndexUpdates(
 }
 
 /**
- * The entries git would write with size 0: those not being changed whose file was modified in the
- * second the index was last written or later (so the stat data cannot tell), whose modification
- * second and size still match and whose content no longer does (smudging one git would not costs
- * only a later content check). git does the same on every index write, or a change
- * made in the same second as the index would go unseen once the index is newer.
+ * The entries of a whole index git would write with size 0: those `updates` do not change whose
+ * file was modified in the second the index was last written or later (so the stat data cannot
+ * tell) and whose content no longer matches (`racy.changed`). git does the same on every index
+ * write, or a change made in the same second as the index would go unseen once the index is newer.
  */
 function racilyClean(
-  dir: string,
   file: Buffer,
-  parsed: ParsedIndex,
-  indexSec: number,
-  changing: ReadonlySet<string>,
+  entries: Entries,
+  updates: readonly IndexUpdate[],
+  racy: RacyCheck,
 ): Set<number> {
   const smudged = new Set<number>();
-  const { entries } = parsed;
   // Names compared as bytes (latin1 strings): one that is not UTF-8 is still the file's own.
-  const skipped = new Set([...changing].map((path) => Buffer.from(path).toString('latin1')));
+  const changing = new Set(updates.map((update) => Buffer.from(update.path).toString('latin1')));
   for (let i = 0; i < entries.count; i++) {
     const start = entries.start[i] as number;
-    if (file.readUInt32BE(start + 8) < indexSec || entries.stage[i] !== 0) continue;
+    if (file.readUInt32BE(start + 8) < racy.sec || entries.stage[i] !== 0) continue;
     const name = file.subarray(entries.nameAt[i], entries.nameEnd[i]);
-    if (!skipped.has(name.toString('latin1')) && racilyChanged(dir, file, start, name)) smudged.add(i);
+    if (!changing.has(name.toString('latin1')) && racy.changed(file, start, name)) smudged.add(i);
   }
   return smudged;
 }
@@ -305,7 +305,8 @@ function racilyClean(
 /**
  * True when the entry at `start` of `file` (for the path whose bytes are `name`, a file or link
  * modified in the index's second or later) still matches its file by stat data while the content
- * differs. The file is found by the name's bytes, so a name that is not UTF-8 is found too.
+ * differs (smudging one git would not costs only a later content check). The file is found by
+ * the name's bytes, so a name that is not UTF-8 is found too.
  */
 function racilyChanged(dir: string, file: Buffer, start: number, name: Buffer): boolean {
   const kind = file.readUInt32BE(start + 24) >>> 12;

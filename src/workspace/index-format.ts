@@ -297,3 +297,18 @@ export function extension(signature: string, data: Buffer): Buffer {
   head.writeUInt32BE(data.byteLength, 4);
   return Buffer.concat([head, data]);
 }
+
+/** Entries whose file may have changed unseen since the index was written (index-file.ts decides). */
+export interface RacyCheck {
+  /** The second the index was written: entries modified then or later are looked at. */
+  readonly sec: number;
+  /** True when the entry at `start` of `file`, for the path `name` (its bytes), must be written with size 0. */
+  readonly changed: (file: Buffer, start: number, name: Buffer) => boolean;
+}
+
+/** A copy of `entry` with size 0 (racily clean): git compares its content with the file's next time. */
+export function sizeZero(entry: Buffer): Buffer {
+  const out = Buffer.from(entry);
+  out.writeUInt32BE(0, 36);
+  return out;
+}

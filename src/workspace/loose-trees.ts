@@ -244,13 +244,8 @@ export async function treeEntriesAt(
   if (paths.length === 0) return [];
   const read = await looseLsTree(reader, commit, paths, limit);
   if (read) return read;
-  const listed = await runGit(
-    ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...paths.map(literalPathspec)],
-    {
-      cwd: dir,
-    },
-  );
-  return parseLsTree(listed.stdout);
+  const args = ['ls-tree', '-r', '-z', '--full-tree', commit, '--', ...paths.map(literalPathspec)];
+  return parseLsTree((await runGit(args, { cwd: dir })).stdout);
 }
 
 /**

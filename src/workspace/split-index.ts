@@ -21,6 +21,8 @@ import {
   type ParsedIndex,
   pathIs,
   position,
+  type RacyCheck,
+  sizeZero,
   treeExtension,
 } from './index-format.js';
 
@@ -151,14 +153,6 @@ export function ewahBytes(positions: readonly number[]): Buffer {
   return bytes;
 }
 
-/** Entries whose file may have changed unseen since the index was written (index-file.ts decides). */
-export interface RacyCheck {
-  /** The second the index was written: entries modified then or later are looked at. */
-  readonly sec: number;
-  /** True when the entry at `start` of `file`, for the path `name` (its bytes), must be written with size 0. */
-  readonly changed: (file: Buffer, start: number, name: Buffer) => boolean;
-}
-
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -204,9 +198,9 @@ export function updatedSplitIndex(
     const at = position(shared.file, base, path);
     return pathIs(shared.file, base, at, path) ? at : null;
   };
-  /** Paths --replace takes away, for the cache tree. */
+  /** Paths taken away, for the cache tree. */
   const gone: string[] = [];
-  /** Takes the live entry at `path` away; false when it is not a plain one (git decides). */
+  /** Takes the live entry at `path` away (none there is fine); false when it is not a plain one (git decides). */
   const remove = (path: Buffer): boolean => {
     const key = path.toString('latin1');
     if (added.delete(key)) {
@@ -249,22 +243,20 @@ export function updatedSplitIndex(
     const key = path.toString('latin1');
     touched.add(key);
     const entry = update.entry;
+    if (!entry) {
+      if (!remove(path)) return null;
+      continue;
+    }
     if (added.has(key)) {
-      if (entry) added.set(key, entryBytes(path, entry.mode, entry.id, entry.stat));
-      else added.delete(key);
+      added.set(key, entryBytes(path, entry.mode, entry.id, entry.stat));
       continue;
     }
     const at = sharedAt(path);
     if (at !== null && (!plain(base, at) || pathIs(shared.file, base, at + 1, path))) return null;
     if (at !== null && !deleted.has(at)) {
-      if (entry) replacing.set(at, entryBytes(EMPTY, entry.mode, entry.id, entry.stat));
-      else {
-        replacing.delete(at);
-        deleted.add(at);
-      }
+      replacing.set(at, entryBytes(EMPTY, entry.mode, entry.id, entry.stat));
       continue;
     }
-    if (!entry) continue;
     if (!makeRoom(path)) return null;
     if (at === null) added.set(key, entryBytes(path, entry.mode, entry.id, entry.stat));
     else {
@@ -310,11 +302,4 @@ export function updatedSplitIndex(
     chunks.push(treeExtension(parsed.tree));
   }
   return indexBytes(parsed.version, entries.length, [...entries, ...chunks, ...parsed.kept]);
-}
-
-/** A copy of `entry` with size 0: git compares its content with the file's next time. */
-function sizeZero(entry: Buffer): Buffer {
-  const out = Buffer.from(entry);
-  out.writeUInt32BE(0, 36);
-  return out;
 }
