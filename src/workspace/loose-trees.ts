@@ -34,6 +34,8 @@ export interface LooseReader {
   treeOf(commit: string): Promise<string>;
   /** A commit's parents, in order. */
   parentsOf(commit: string): Promise<string[]>;
+  /** A file's (or a link's) content. */
+  blob(id: string): Promise<Buffer>;
 }
 
 /** A reader for the checkout at `dir`. */
@@ -86,6 +88,9 @@ function looseReaderOf(stores: readonly string[], held?: ObjectBatch): LooseRead
       const end = body.indexOf('\n\n');
       const header = body.subarray(0, end < 0 ? body.length : end).toString('latin1');
       return [...header.matchAll(/^parent ([0-9a-f]{40})$/gm)].map((match) => match[1] ?? '');
+    },
+    blob(id) {
+      return read(id, 'blob');
     },
   };
 }

@@ -19,6 +19,7 @@ import {
   resetPlan,
   withFiles,
 } from './monitored-paths.js';
+import { restoreInProcess } from './restore-files.js';
 import { type CheckoutState, readCheckoutState } from './setup.js';
 import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -130,8 +131,9 @@ async function indexDiffers(
 /**
  * The reset by what changed: every changed path, and every path where the index differs from
  * `commit`, is made as `commit` has it (deleted when it has none); the rest of the tree is as it
- * was when clean, at a commit whose differences from `commit` the index diff lists. Four git
- * processes whose work follows the change, against two walks of the whole tree. The monitor's clock
+ * was when clean, at a commit whose differences from `commit` the index diff lists. The paths are
+ * restored in-process where they can be (restore-files.ts), else by one `git restore`: work that
+ * follows the change, against two walks of the whole tree. The monitor's clock
  * from before the reset's writes (the new clean record); null (and the caller walks) when the
  * monitor cannot say, or anything fails half-way.
  */
@@ -164,7 +166,9 @@ export async function resetChanged(
       const info = await lstat(inside(dir, path)).catch(() => null);
       if (info && !info.isDirectory()) await removePath(inside(dir, path));
     }
-    if (plan.restore.length > 0) {
+    const restored =
+      plan.restore.length === 0 || (await restoreInProcess(dir, plan.restore, target, await reader()));
+    if (!restored) {
       await runGit(
         [
           ...FEW_PATHS,

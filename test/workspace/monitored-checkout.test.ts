@@ -141,6 +141,8 @@ describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, s
       const reset = await gitCalls(() => leaseCheckout(pool, target, SETUP));
       expect(reset.result.dir).toBe(dir);
       expect(reset.calls.filter(readsWholeIndex)).toEqual([]);
+      // The paths are written, and the index moved, in-process: no git restore either.
+      expect(reset.calls.filter((call) => / restore /.test(` ${call} `))).toEqual([]);
       expect(await git(dir, 'rev-parse', 'HEAD')).toBe(target);
       expect(await git(dir, 'diff-index', '--cached', '--name-only', target)).toBe('');
       expect(await wholeStatus(dir)).toBe('!! node_modules/');
