@@ -48,6 +48,7 @@ import {
   treeExtension,
 } from './index-format.js';
 import { parseLink, type SharedIndex, sharedIndexOf, updatedSplitIndex } from './split-index.js';
+import { statusIndex } from './status-index.js';
 
 /**
  * The new index file: `updates` applied to `file`'s entries, the racily clean entries it does not
@@ -351,6 +352,34 @@ function sharedIndex(gitDir: string, base: Buffer): SharedIndex | null {
     sharedIndexes.delete(old);
   }
   return shared;
+}
+
+/** The most entries a status index holds (status-index.ts); past it git reads the whole index. */
+const STATUS_INDEX_MAX_ENTRIES = 10_000;
+let statusIndexes = 0;
+
+/**
+ * Writes the small index for a `git status` of `paths` in the checkout at `dir` (status-index.ts)
+ * beside its index, and returns its path, for GIT_INDEX_FILE (the caller removes it); null where
+ * the index is not split (git reads a small one as fast itself) or not in a form read here.
+ */
+export function writeStatusIndex(dir: string, paths: readonly string[]): string | null {
+  if (process.env.GIT_INDEX_FILE) return null;
+  try {
+    const gitDir = gitDirOf(dir);
+    const read = readWhole(join(gitDir, 'index'), IN_PROCESS_MAX_BYTES);
+    const parsed = read && parseIndex(read.file);
+    const link = parsed?.link && parseLink(parsed.link);
+    const shared = link && sharedIndex(gitDir, link.base);
+    if (!read || !parsed || !link || !shared) return null;
+    const bytes = statusIndex({ file: read.file, parsed }, { link, shared }, paths, STATUS_INDEX_MAX_ENTRIES);
+    if (!bytes) return null;
+    const path = join(gitDir, `flotilla-status-${process.pid}-${++statusIndexes}.index`);
+    writeFileSync(path, bytes);
+    return path;
+  } catch {
+    return null;
+  }
 }
 
 /** What an index entry is: a file, a symbolic link, or a submodule's commit (a gitlink). */

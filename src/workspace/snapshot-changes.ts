@@ -1,5 +1,7 @@
 /** What an agent changed in its checkout, read from one `git status` relative to HEAD. */
+import { rmSync } from 'node:fs';
 import { FEW_PATHS, runGit } from './git.js';
+import { writeStatusIndex } from './index-file.js';
 
 /** flotilla's own by-products (prompts, results, archive): never the agent's work, never rolled back. */
 export const PLANNING_DIR = '.planning/';
@@ -83,6 +85,21 @@ export interface ReadWorktreeOptions {
 /** One walk of the checkout: its HEAD, every changed path (`.planning/` included) and what git ignores. */
 export async function readWorktree(dir: string, options: ReadWorktreeOptions = {}): Promise<WorktreeState> {
   const { only, untracked = true } = options;
+  // A few paths of a large tree: git reads the entries at and above them alone (status-index.ts).
+  const indexFile = only ? writeStatusIndex(dir, only) : null;
+  try {
+    return await statusOf(dir, only, untracked, indexFile);
+  } finally {
+    if (indexFile) rmSync(indexFile, { force: true });
+  }
+}
+
+async function statusOf(
+  dir: string,
+  only: readonly string[] | undefined,
+  untracked: boolean,
+  indexFile: string | null,
+): Promise<WorktreeState> {
   const { stdout } = await runGit(
     [
       ...(only ? FEW_PATHS : []),
@@ -97,7 +114,7 @@ export async function readWorktree(dir: string, options: ReadWorktreeOptions = {
     {
       cwd: dir,
       // status refreshes the index opportunistically; that lock would collide with the agent's own git use.
-      env: { GIT_OPTIONAL_LOCKS: '0' },
+      env: { GIT_OPTIONAL_LOCKS: '0', ...(indexFile ? { GIT_INDEX_FILE: indexFile } : {}) },
     },
   );
   return parsePorcelainV2Z(stdout);

@@ -1,0 +1,130 @@
+/**
+ * A small index for a `git status` limited to a few paths (a monitored checkout's listing,
+ * monitored-checkout.ts): the entries whose names begin with one of those paths (the paths and
+ * what is below them, and the folders git's walk goes into beside them: `a.b/` for `a`), and, for
+ * each shorter name git looks at on its way down, the entry of that name and one below it, so git
+ * still tells a folder that holds tracked files from an untracked one (which it may list as
+ * ignored whole). Given to git as GIT_INDEX_FILE, it spares the
+ * process reading, checking and hashing the names of the kernel tree's whole index (8 MB, ~80
+ * ms a status on 2 busy cores) to report on a handful of paths; git decides everything else as
+ * before (ignore rules, racy entries, content filters, submodules). Pure: the index bytes in
+ * (a split index's small file over its shared one), the small index's bytes out.
+ */
+import { type Entries, indexBytes, NAME_MASK, type ParsedIndex, position } from './index-format.js';
+import type { SharedIndex, SplitLink } from './split-index.js';
+
+const FLAG_EXTENDED = 0x4000;
+const SLASH = 0x2f;
+const SLASH_BYTES = Buffer.from('/');
+
+/** Where the live entries come from: a split index's shared entries, less those deleted or replaced, and its own. */
+interface View {
+  readonly base: { readonly file: Buffer; readonly entries: Entries };
+  readonly deleted: ReadonlySet<number>;
+  /** By position in the shared index: the replacing entry's bytes (its name empty). */
+  readonly replacing: ReadonlyMap<number, Buffer>;
+  /** The entries the split index adds, in path order. */
+  readonly added: { readonly file: Buffer; readonly entries: Entries; readonly from: number };
+}
+
+/**
+ * The small index's bytes for `paths` (repository paths, as literal pathspecs match them: the path
+ * itself and everything below it) from the split index `main` over `shared`; null when it would
+ * hold more than `limit` entries (git reads the whole index then) or the split is not in the form
+ * git writes.
+ */
+export function statusIndex(
+  main: { readonly file: Buffer; readonly parsed: ParsedIndex },
+  split: { readonly link: SplitLink; readonly shared: SharedIndex },
+  paths: readonly string[],
+  limit: number,
+): Buffer | null {
+  const { link, shared } = split;
+  const own = main.parsed.entries;
+  if (link.replaced.length > own.count || link.deleted.some((at) => at >= shared.entries.count)) return null;
+  const replacing = new Map<number, Buffer>();
+  for (const [k, at] of link.replaced.entries()) {
+    if (at >= shared.entries.count) return null;
+    replacing.set(at, main.file.subarray(own.start[k], own.end[k]));
+  }
+  const view: View = {
+    base: shared,
+    deleted: new Set(link.deleted),
+    replacing,
+    added: { file: main.file, entries: own, from: link.replaced.length },
+  };
+  /** Picked entries by where they come from (`s` shared position, `a` own entry), each once. */
+  const picked = new Map<string, { name: Buffer; stage: number; bytes: Buffer }>();
+  const pick = (key: string, name: Buffer, bytes: Buffer, flags: number) => {
+    picked.set(key, { name, stage: (flags >> 12) & 3, bytes });
+  };
+  /** Every live entry whose name is `prefix` (`exact`), or is or begins with it; at most `most`. */
+  const collect = (prefix: Buffer, exact: boolean, most: number) => {
+    let found = 0;
+    const { file, entries } = view.base;
+    for (let at = position(file, entries, prefix); at < entries.count && found < most; at++) {
+      const name = nameOf(file, entries, at);
+      if (!matches(name, prefix, exact)) break;
+      if (view.deleted.has(at)) continue;
+      const replaced = view.replacing.get(at);
+      const bytes = replaced ? withName(replaced, name) : file.subarray(entries.start[at], entries.end[at]);
+      pick(`s${at}`, name, bytes, bytes.readUInt16BE(60));
+      found++;
+    }
+    const added = view.added;
+    const first = Math.max(added.from, position(added.file, added.entries, prefix));
+    for (let k = first; k < added.entries.count && found < most; k++) {
+      const name = nameOf(added.file, added.entries, k);
+      if (!matches(name, prefix, exact)) break;
+      const bytes = added.file.subarray(added.entries.start[k], added.entries.end[k]);
+      pick(`a${k}`, name, bytes, bytes.readUInt16BE(60));
+      found++;
+    }
+  };
+  for (const path of paths) {
+    const name = Buffer.from(path);
+    // git's walk goes into every folder whose name begins with a path's bytes (`a.b/` for `a`),
+    // and may list it as ignored whole unless the index holds something below it: all of those.
+    collect(name, false, Number.POSITIVE_INFINITY);
+    // And it looks at every name that begins a path (`a` for `a-b`, as for `a/b`), asking the
+    // index whether it is a path or holds one.
+    for (let length = 1; length < name.byteLength; length++) {
+      if (name[length - 1] === SLASH) continue;
+      const leading = name.subarray(0, length);
+      collect(leading, true, Number.POSITIVE_INFINITY);
+      collect(Buffer.concat([leading, SLASH_BYTES]), false, 1);
+    }
+    if (picked.size > limit) return null;
+  }
+  const sorted = [...picked.values()].sort((a, b) => Buffer.compare(a.name, b.name) || a.stage - b.stage);
+  const extended = sorted.some((entry) => (entry.bytes.readUInt16BE(60) & FLAG_EXTENDED) !== 0);
+  return indexBytes(
+    extended ? 3 : 2,
+    sorted.length,
+    sorted.map((entry) => entry.bytes),
+  );
+}
+
+function nameOf(file: Buffer, entries: Entries, i: number): Buffer {
+  return file.subarray(entries.nameAt[i], entries.nameEnd[i]);
+}
+
+/** `name` is `prefix` (exact), or is or begins with it. */
+function matches(name: Buffer, prefix: Buffer, exact: boolean): boolean {
+  if (exact) return name.equals(prefix);
+  return (
+    name.byteLength >= prefix.byteLength &&
+    name.compare(prefix, 0, prefix.byteLength, 0, prefix.byteLength) === 0
+  );
+}
+
+/** A replacing entry (its name empty) given `name`: the shared entry's path, as git reads it back. */
+function withName(entry: Buffer, name: Buffer): Buffer {
+  const flags = entry.readUInt16BE(60);
+  const header = (flags & FLAG_EXTENDED) !== 0 ? 64 : 62;
+  const out = Buffer.alloc((header + name.byteLength + 8) & ~7);
+  entry.copy(out, 0, 0, header);
+  out.writeUInt16BE((flags & ~NAME_MASK) | Math.min(name.byteLength, NAME_MASK), 60);
+  name.copy(out, header);
+  return out;
+}
