@@ -28,7 +28,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { gitDirOf } from './checkout-head.js';
+import { detachedHead, gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, closeQuietly, lstatOrNull, objectId } from './git-files.js';
 import {
   type Entries,
@@ -47,6 +47,8 @@ import {
   sizeZero,
   treeExtension,
 } from './index-format.js';
+import type { TreeRecord } from './loose-import.js';
+import { type LooseReader, looseReader } from './loose-trees.js';
 import { parseLink, type SharedIndex, sharedIndexOf, updatedSplitIndex } from './split-index.js';
 import { statusIndex } from './status-index.js';
 
@@ -361,18 +363,28 @@ let statusIndexes = 0;
 /**
  * Writes the small index for a `git status` of `paths` in the checkout at `dir` (status-index.ts)
  * beside its index, and returns its path, for GIT_INDEX_FILE (the caller removes it); null where
- * the index is not split (git reads a small one as fast itself) or not in a form read here.
+ * the index is not split (git reads a small one as fast itself), HEAD is not a detached commit
+ * whose trees are read here, or the index is not in a form read here.
  */
-export function writeStatusIndex(dir: string, paths: readonly string[]): string | null {
+export async function writeStatusIndex(dir: string, paths: readonly string[]): Promise<string | null> {
   if (process.env.GIT_INDEX_FILE) return null;
   try {
     const gitDir = gitDirOf(dir);
-    const read = readWhole(join(gitDir, 'index'), IN_PROCESS_MAX_BYTES);
-    const parsed = read && parseIndex(read.file);
+    const head = detachedHead(dir);
+    const read = head ? readWhole(join(gitDir, 'index'), IN_PROCESS_MAX_BYTES) : null;
+    const parsed = read && parseIndex(read.file, false);
     const link = parsed?.link && parseLink(parsed.link);
     const shared = link && sharedIndex(gitDir, link.base);
-    if (!read || !parsed || !link || !shared) return null;
-    const bytes = statusIndex({ file: read.file, parsed }, { link, shared }, paths, STATUS_INDEX_MAX_ENTRIES);
+    if (!head || !read || !parsed || !link || !shared) return null;
+    const reader = await looseReader(dir);
+    const trees = { root: await reader.treeOf(head), tree: (id: string) => headTree(reader, id) };
+    const bytes = await statusIndex(
+      { file: read.file, parsed },
+      { link, shared },
+      paths,
+      trees,
+      STATUS_INDEX_MAX_ENTRIES,
+    );
     if (!bytes) return null;
     const path = join(gitDir, `flotilla-status-${process.pid}-${++statusIndexes}.index`);
     writeFileSync(path, bytes);
@@ -380,6 +392,28 @@ export function writeStatusIndex(dir: string, paths: readonly string[]): string 
   } catch {
     return null;
   }
+}
+
+/**
+ * HEAD's trees read for status indexes, by id (a tree never changes): the folders along the paths
+ * are mostly the same from one attempt to the next. The latest used are kept.
+ */
+const headTrees = new Map<string, Promise<readonly TreeRecord[]>>();
+const HEAD_TREES_KEPT = 256;
+
+function headTree(reader: LooseReader, id: string): Promise<readonly TreeRecord[]> {
+  let known = headTrees.get(id);
+  if (known) headTrees.delete(id);
+  else {
+    known = reader.tree(id);
+    known.catch(() => headTrees.delete(id));
+  }
+  headTrees.set(id, known);
+  for (const old of headTrees.keys()) {
+    if (headTrees.size <= HEAD_TREES_KEPT) break;
+    headTrees.delete(old);
+  }
+  return known;
 }
 
 /** What an index entry is: a file, a symbolic link, or a submodule's commit (a gitlink). */

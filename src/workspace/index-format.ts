@@ -64,8 +64,11 @@ export const NAME_MASK = 0xfff;
  */
 const KEPT_EXTENSIONS = new Set(['REUC']);
 
-/** The index file's bytes as entries and extensions; null for a form this reader leaves to git. */
-export function parseIndex(file: Buffer): ParsedIndex | null {
+/**
+ * The index file's bytes as entries and extensions; null for a form this reader leaves to git.
+ * `withTree` false: the cache tree is not read (a reader that only copies entries).
+ */
+export function parseIndex(file: Buffer, withTree = true): ParsedIndex | null {
   if (file.byteLength < 12 + HASH_BYTES || file.readUInt32BE(0) !== SIGNATURE) return null;
   const version = file.readUInt32BE(4);
   if (version !== 2 && version !== 3) return null;
@@ -117,7 +120,7 @@ export function parseIndex(file: Buffer): ParsedIndex | null {
     // index's link alone is (split-index.ts); a sparse index is left to git.
     if (signature === 'link') link = data;
     else if (!/^[A-Z]/.test(signature)) return null;
-    else if (signature === 'TREE') tree = parseCacheTree(data);
+    else if (signature === 'TREE') tree = withTree ? parseCacheTree(data) : null;
     else if (KEPT_EXTENSIONS.has(signature)) kept.push(file.subarray(at, at + 8 + size));
     at += 8 + size;
   }

@@ -8,13 +8,12 @@
  * caller's limit answers null, and the caller asks git.
  */
 import { objectStores, objectStoresOf } from './checkout-head.js';
-import { runGit } from './git.js';
+import { literalPathspec, runGit } from './git.js';
 import { readStoredObject } from './git-files.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
 import { parseLsTree } from './monitored-paths.js';
 import type { ObjectBatch } from './object-batch.js';
 import { isObjectId } from './ref-files.js';
-import { literalPathspec } from './snapshot-changes.js';
 
 const TREE_MODE = '40000';
 

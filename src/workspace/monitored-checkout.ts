@@ -7,7 +7,7 @@ import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileMonitor, monitorFor } from '../shared/file-monitor.js';
 import { detachedHead, indexLocked, indexStamp, writeDetachedHead } from './checkout-head.js';
-import { FEW_PATHS, runGit } from './git.js';
+import { FEW_PATHS, literalPathspec, runGit } from './git.js';
 import { type LooseReader, looseKinds, looseReader, treeChanges, treeEntriesAt } from './loose-trees.js';
 import {
   ancestorsOf,
@@ -21,7 +21,7 @@ import {
 } from './monitored-paths.js';
 import { restoreInProcess } from './restore-files.js';
 import { type CheckoutState, readCheckoutState } from './setup.js';
-import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 /** An untracked file that keeps the dispatch folders from going with their last tracked file. */
 const FOLDER_HOLDER = `${DISPATCH_FOLDERS.at(-1)}/.flotilla-hold`;

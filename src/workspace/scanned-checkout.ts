@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { detachedHead } from './checkout-head.js';
 import { type LoadedRecord, readDirRecord, recordDirs, rerecord, scanChanges } from './dir-record.js';
 import { cleanPlan, parentOf, sameKeep } from './dir-record-rules.js';
-import { runGit } from './git.js';
+import { literalPathspec, runGit } from './git.js';
 import { lstatOrNull } from './git-files.js';
 import { MONITORED_PATHS_LIMIT } from './monitored-paths.js';
-import { literalPathspec, readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
 /** The checkout's record when it holds for a scan that keeps `keep`; null: walk instead. */
 async function scannable(dir: string, keep?: readonly string[]): Promise<LoadedRecord | null> {

@@ -1,6 +1,6 @@
 /** What an agent changed in its checkout, read from one `git status` relative to HEAD. */
 import { rmSync } from 'node:fs';
-import { FEW_PATHS, runGit } from './git.js';
+import { FEW_PATHS, literalPathspec, runGit } from './git.js';
 import { writeStatusIndex } from './index-file.js';
 
 /** flotilla's own by-products (prompts, results, archive): never the agent's work, never rolled back. */
@@ -86,7 +86,7 @@ export interface ReadWorktreeOptions {
 export async function readWorktree(dir: string, options: ReadWorktreeOptions = {}): Promise<WorktreeState> {
   const { only, untracked = true } = options;
   // A few paths of a large tree: git reads the entries at and above them alone (status-index.ts).
-  const indexFile = only ? writeStatusIndex(dir, only) : null;
+  const indexFile = only ? await writeStatusIndex(dir, only) : null;
   try {
     return await statusOf(dir, only, untracked, indexFile);
   } finally {
@@ -118,11 +118,6 @@ async function statusOf(
     },
   );
   return parsePorcelainV2Z(stdout);
-}
-
-/** A path git matches as written (no glob, no magic), relative to the top of the checkout. */
-export function literalPathspec(path: string): string {
-  return `:(top,literal)${path}`;
 }
 
 /** The agent's changes: `.planning/` left out. */

@@ -1,20 +1,35 @@
 /**
  * A small index for a `git status` limited to a few paths (a monitored checkout's listing,
- * monitored-checkout.ts): the entries whose names begin with one of those paths (the paths and
- * what is below them, and the folders git's walk goes into beside them: `a.b/` for `a`), and, for
- * each shorter name git looks at on its way down, the entry of that name and one below it, so git
- * still tells a folder that holds tracked files from an untracked one (which it may list as
- * ignored whole). Given to git as GIT_INDEX_FILE, it spares the
- * process reading, checking and hashing the names of the kernel tree's whole index (8 MB, ~80
- * ms a status on 2 busy cores) to report on a handful of paths; git decides everything else as
- * before (ignore rules, racy entries, content filters, submodules). Pure: the index bytes in
- * (a split index's small file over its shared one), the small index's bytes out.
+ * monitored-checkout.ts), given to git as GIT_INDEX_FILE: on the kernel tree git otherwise reads,
+ * checks and hashes the names of the whole 8 MB index to report on a handful of paths. It holds
+ * the entries whose names begin with one of those paths (the paths and what is below them, and
+ * the folders git's walk goes into beside them: `a.b/` for `a`), and, for each shorter name git
+ * looks at on its way down, the entry of that name and one below it, so git still tells a folder
+ * that holds tracked files from an untracked one (which it may list as ignored whole).
+ *
+ * Its cache tree lets git's comparison with HEAD skip what the paths are not in: status walks
+ * HEAD's whole tree against the index (its pathspec only filters what it reports), and skips a
+ * folder whose cache tree node has HEAD's id, taking that node's count of entries as matched. So
+ * each folder of HEAD beside the paths gets a node with its id from HEAD and the count of the
+ * entries the small index holds below it (one at least: an entry is taken from the index for
+ * it), and the folders the paths are in get invalid nodes, walked. git decides everything else as
+ * before (ignore rules, racy entries, content filters, submodules). Pure but for the trees read.
  */
-import { type Entries, indexBytes, NAME_MASK, type ParsedIndex, position } from './index-format.js';
+import {
+  type CacheTree,
+  type Entries,
+  indexBytes,
+  NAME_MASK,
+  type ParsedIndex,
+  position,
+  treeExtension,
+} from './index-format.js';
+import type { TreeRecord } from './loose-import.js';
 import type { SharedIndex, SplitLink } from './split-index.js';
 
 const FLAG_EXTENDED = 0x4000;
 const SLASH = 0x2f;
+const TREE_MODE = '40000';
 const SLASH_BYTES = Buffer.from('/');
 
 /** Where the live entries come from: a split index's shared entries, less those deleted or replaced, and its own. */
@@ -27,18 +42,25 @@ interface View {
   readonly added: { readonly file: Buffer; readonly entries: Entries; readonly from: number };
 }
 
+/** HEAD's trees, read as the small index's cache tree needs them. */
+export interface HeadTrees {
+  /** HEAD's root tree id. */
+  readonly root: string;
+  tree(id: string): Promise<readonly TreeRecord[]>;
+}
 /**
  * The small index's bytes for `paths` (repository paths, as literal pathspecs match them: the path
- * itself and everything below it) from the split index `main` over `shared`; null when it would
- * hold more than `limit` entries (git reads the whole index then) or the split is not in the form
- * git writes.
+ * itself and everything below it) from the split index `main` over `shared`, for a checkout whose
+ * HEAD has the trees `head`; null when it would hold more than `limit` entries (git reads the
+ * whole index then) or the split is not in the form git writes.
  */
-export function statusIndex(
+export async function statusIndex(
   main: { readonly file: Buffer; readonly parsed: ParsedIndex },
   split: { readonly link: SplitLink; readonly shared: SharedIndex },
   paths: readonly string[],
+  head: HeadTrees,
   limit: number,
-): Buffer | null {
+): Promise<Buffer | null> {
   const { link, shared } = split;
   const own = main.parsed.entries;
   if (link.replaced.length > own.count || link.deleted.some((at) => at >= shared.entries.count)) return null;
@@ -58,8 +80,8 @@ export function statusIndex(
   const pick = (key: string, name: Buffer, bytes: Buffer, flags: number) => {
     picked.set(key, { name, stage: (flags >> 12) & 3, bytes });
   };
-  /** Every live entry whose name is `prefix` (`exact`), or is or begins with it; at most `most`. */
-  const collect = (prefix: Buffer, exact: boolean, most: number) => {
+  /** Picks every live entry whose name is `prefix` (`exact`), or is or begins with it, at most `most`; how many. */
+  const collect = (prefix: Buffer, exact: boolean, most: number): number => {
     let found = 0;
     const { file, entries } = view.base;
     for (let at = position(file, entries, prefix); at < entries.count && found < most; at++) {
@@ -80,6 +102,7 @@ export function statusIndex(
       pick(`a${k}`, name, bytes, bytes.readUInt16BE(60));
       found++;
     }
+    return found;
   };
   for (const path of paths) {
     const name = Buffer.from(path);
@@ -96,28 +119,80 @@ export function statusIndex(
     }
     if (picked.size > limit) return null;
   }
+  const pathNames = paths.map((path) => Buffer.from(path));
+  /** A folder of HEAD the paths are not in, nor beside (`a.b` for `a`): git may skip it. */
+  const besides = (folder: Buffer) =>
+    !pathNames.some(
+      (path) =>
+        startsWith(folder, path) ||
+        (startsWith(path, folder) &&
+          (path.byteLength === folder.byteLength || path[folder.byteLength] === SLASH)),
+    );
+  // The entries picked for the paths, sorted, counted below a folder by two searches.
+  const names = [...picked.values()].map((entry) => entry.name).sort(Buffer.compare);
+  const pickedUnder = (below: Buffer) => {
+    const after = Buffer.from(below);
+    after[after.byteLength - 1] = SLASH + 1;
+    return lowerBound(names, after) - lowerBound(names, below);
+  };
+  const node = async (name: Buffer, folder: Buffer | null, id: string): Promise<CacheTree> => {
+    const children: CacheTree[] = [];
+    for (const record of await head.tree(id)) {
+      if (record.mode !== TREE_MODE) continue;
+      const path = folder ? Buffer.concat([folder, SLASH_BYTES, record.name]) : record.name;
+      if (!besides(path)) {
+        children.push(await node(record.name, path, record.id));
+        continue;
+      }
+      const below = Buffer.concat([path, SLASH_BYTES]);
+      let entryCount = pickedUnder(below);
+      // One entry below it at least: the first there is (none of the paths is below it).
+      if (entryCount === 0) entryCount = collect(below, false, 1);
+      // Nothing of it in the index: no node, git walks HEAD's folder.
+      if (entryCount === 0) continue;
+      children.push({
+        name: record.name,
+        entryCount,
+        id: Buffer.from(record.id, 'hex'),
+        children: [],
+        bytes: null,
+      });
+    }
+    return { name, entryCount: -1, id: null, children, bytes: null };
+  };
+  const tree = await node(Buffer.alloc(0), null, head.root);
+  if (picked.size > limit) return null;
   const sorted = [...picked.values()].sort((a, b) => Buffer.compare(a.name, b.name) || a.stage - b.stage);
   const extended = sorted.some((entry) => (entry.bytes.readUInt16BE(60) & FLAG_EXTENDED) !== 0);
-  return indexBytes(
-    extended ? 3 : 2,
-    sorted.length,
-    sorted.map((entry) => entry.bytes),
-  );
+  return indexBytes(extended ? 3 : 2, sorted.length, [
+    ...sorted.map((entry) => entry.bytes),
+    treeExtension(tree),
+  ]);
 }
-
-function nameOf(file: Buffer, entries: Entries, i: number): Buffer {
-  return file.subarray(entries.nameAt[i], entries.nameEnd[i]);
+/** How many of `sorted` sort before `name`. */
+function lowerBound(sorted: readonly Buffer[], name: Buffer): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (Buffer.compare(sorted[middle] as Buffer, name) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
-
-/** `name` is `prefix` (exact), or is or begins with it. */
-function matches(name: Buffer, prefix: Buffer, exact: boolean): boolean {
-  if (exact) return name.equals(prefix);
+function startsWith(name: Buffer, prefix: Buffer): boolean {
   return (
     name.byteLength >= prefix.byteLength &&
     name.compare(prefix, 0, prefix.byteLength, 0, prefix.byteLength) === 0
   );
 }
-
+function nameOf(file: Buffer, entries: Entries, i: number): Buffer {
+  return file.subarray(entries.nameAt[i], entries.nameEnd[i]);
+}
+/** `name` is `prefix` (exact), or is or begins with it. */
+function matches(name: Buffer, prefix: Buffer, exact: boolean): boolean {
+  return exact ? name.equals(prefix) : startsWith(name, prefix);
+}
 /** A replacing entry (its name empty) given `name`: the shared entry's path, as git reads it back. */
 function withName(entry: Buffer, name: Buffer): Buffer {
   const flags = entry.readUInt16BE(60);
@@ -128,3 +203,4 @@ function withName(entry: Buffer, name: Buffer): Buffer {
   name.copy(out, header);
   return out;
 }
+//# sourceMappingURL=status-index.js.map

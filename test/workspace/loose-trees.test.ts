@@ -10,10 +10,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readGit, runGit } from '../../src/workspace/git.js';
+import { literalPathspec, readGit, runGit } from '../../src/workspace/git.js';
 import { looseKinds, looseLsTree, looseReader, treeChanges } from '../../src/workspace/loose-trees.js';
 import { parseLsTree } from '../../src/workspace/monitored-paths.js';
-import { literalPathspec } from '../../src/workspace/snapshot-changes.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;

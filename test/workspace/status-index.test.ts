@@ -6,7 +6,7 @@
  * untracked and ignored files, an ignored folder holding a tracked file) and random sets of
  * paths (changed ones, their folders, paths that do not exist).
  */
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,6 +51,11 @@ const PATTERNS = [
   '*.b',
 ];
 
+async function putFile(dir: string, path: string, text: string): Promise<void> {
+  await mkdir(join(dir, path, '..'), { recursive: true });
+  await writeFile(join(dir, path), text);
+}
+
 /** A committed tree with ignore rules at the top and in a few folders, its index split. */
 async function splitRepo(random: Random): Promise<string> {
   const dir = join(root, `repo-${++counter}`);
@@ -68,6 +73,8 @@ async function splitRepo(random: Random): Promise<string> {
   await git(dir, 'add', '--all', '--force');
   await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
   await git(dir, 'update-index', '--split-index');
+  // As a warm checkout's: HEAD a detached commit.
+  await git(dir, 'checkout', '--quiet', '--detach');
   return dir;
 }
 
@@ -132,7 +139,7 @@ describe('a status of a few paths over a small index', () => {
       const dir = await splitRepo(random);
       for (let round = 0; round < 3; round++) {
         const paths = pathsFor(await change(dir, random), random);
-        const small = writeStatusIndex(dir, paths);
+        const small = await writeStatusIndex(dir, paths);
         expect(small, `round ${round}: the small index is made`).not.toBeNull();
         await rm(small ?? '', { force: true });
         expect(await readWorktree(dir, { only: paths }), `round ${round}: ${paths.join(', ')}`).toEqual(
@@ -148,6 +155,33 @@ describe('a status of a few paths over a small index', () => {
     });
   }
 
+  it('lets git skip the folders of HEAD the paths are not in: its cache tree names them', async () => {
+    const dir = join(root, `folders-${++counter}`);
+    await mkdir(dir);
+    await runGit(['init', '--quiet', dir]);
+    await git(dir, 'config', 'core.splitIndex', 'true');
+    for (let i = 0; i < 40; i++) await putFile(dir, `folder-${i}/inner/file.txt`, `${i}\n`);
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
+    await git(dir, 'update-index', '--split-index');
+    await git(dir, 'checkout', '--quiet', '--detach');
+    await putFile(dir, 'folder-7/inner/new.txt', 'new\n');
+    const paths = ['folder-7/inner/new.txt'];
+    const small = (await writeStatusIndex(dir, paths)) ?? '';
+    const trees = async (env: Record<string, string>) => {
+      const trace = join(root, `trace-${++counter}`);
+      await runGit(['status', '--porcelain=v2', '--', ...paths], {
+        cwd: dir,
+        env: { ...env, GIT_OPTIONAL_LOCKS: '0', GIT_TRACE2_PERF: trace },
+      });
+      return Number((await readFile(trace, 'utf8')).match(/"traverse_trees_count":(\d+)/)?.[1] ?? 0);
+    };
+    // HEAD's root, folder-7 and folder-7/inner: the 39 other folders skipped.
+    expect(await trees({ GIT_INDEX_FILE: small })).toBeLessThanOrEqual(3);
+    await rm(small);
+    expect(await readWorktree(dir, { only: paths })).toEqual(await wholeIndexStatus(dir, paths));
+  });
+
   it('is not made for a whole index: git reads a small one as fast itself', async () => {
     const dir = join(root, `whole-${++counter}`);
     await mkdir(dir);
@@ -155,6 +189,6 @@ describe('a status of a few paths over a small index', () => {
     await writeFile(join(dir, 'a.txt'), 'a\n');
     await git(dir, 'add', '--all');
     await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
-    expect(writeStatusIndex(dir, ['a.txt'])).toBeNull();
+    expect(await writeStatusIndex(dir, ['a.txt'])).toBeNull();
   });
 });
