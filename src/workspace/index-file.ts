@@ -20,6 +20,7 @@ import {
   constants,
   fstatSync,
   openSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   readSync,
@@ -358,7 +359,24 @@ function sharedIndex(gitDir: string, base: Buffer): SharedIndex | null {
 
 /** The most entries a status index holds (status-index.ts); past it git reads the whole index. */
 const STATUS_INDEX_MAX_ENTRIES = 10_000;
+const STATUS_INDEX_PREFIX = 'flotilla-status-';
 let statusIndexes = 0;
+/** Git directories whose status indexes of other processes this one has removed. */
+const swept = new Set<string>();
+
+/**
+ * Removes, once per git directory and process, the status indexes another process left there (a
+ * host killed during a `status`): the checkout is leased to this one, so no other reads them.
+ */
+function removeLeftStatusIndexes(gitDir: string): void {
+  if (swept.has(gitDir)) return;
+  swept.add(gitDir);
+  const own = `${STATUS_INDEX_PREFIX}${process.pid}-`;
+  for (const name of readdirSync(gitDir)) {
+    if (name.startsWith(STATUS_INDEX_PREFIX) && !name.startsWith(own))
+      rmSync(join(gitDir, name), { force: true });
+  }
+}
 
 /**
  * Writes the small index for a `git status` of `paths` in the checkout at `dir` (status-index.ts)
@@ -386,7 +404,8 @@ export async function writeStatusIndex(dir: string, paths: readonly string[]): P
       STATUS_INDEX_MAX_ENTRIES,
     );
     if (!bytes) return null;
-    const path = join(gitDir, `flotilla-status-${process.pid}-${++statusIndexes}.index`);
+    removeLeftStatusIndexes(gitDir);
+    const path = join(gitDir, `${STATUS_INDEX_PREFIX}${process.pid}-${++statusIndexes}.index`);
     writeFileSync(path, bytes);
     return path;
   } catch {

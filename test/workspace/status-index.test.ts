@@ -182,6 +182,18 @@ describe('a status of a few paths over a small index', () => {
     expect(await readWorktree(dir, { only: paths })).toEqual(await wholeIndexStatus(dir, paths));
   });
 
+  it('removes a small index another process left (a host killed during its status), once', async () => {
+    const dir = await splitRepo(createRandom(5));
+    const left = join(dir, '.git', 'flotilla-status-999999999-1.index');
+    await writeFile(left, 'left by a killed host');
+    const small = await writeStatusIndex(dir, ['a']);
+    expect(small).not.toBeNull();
+    expect((await readdir(join(dir, '.git'))).filter((name) => name.startsWith('flotilla-status-'))).toEqual([
+      small?.split('/').at(-1),
+    ]);
+    await rm(small ?? '');
+  });
+
   it('is not made for a whole index: git reads a small one as fast itself', async () => {
     const dir = join(root, `whole-${++counter}`);
     await mkdir(dir);
