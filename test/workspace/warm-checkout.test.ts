@@ -158,6 +158,12 @@ describe.each(Object.entries(MODES))('warm checkouts (%s)', (_mode, env: Record<
     const { stdout } = await runGit(['worktree', 'list', '--porcelain'], { cwd: cache.dir });
     for (const lease of leases) expect(stdout).toContain(`worktree ${lease.dir}\n`);
     for (const lease of leases) expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(base);
+    // Each checked out whole, side by side with the others, its index split.
+    for (const lease of leases) {
+      expect(await git(lease.dir, 'status', '--porcelain', '--ignored')).toBe('');
+      expect(await git(lease.dir, 'ls-files')).toBe(await git(dir, 'ls-tree', '-r', '--name-only', base));
+      expect(await git(lease.dir, 'rev-parse', '--shared-index-path')).not.toBe('');
+    }
     for (const lease of leases) await lease.release();
     expect(p.counts()).toEqual({ idle: 4, leased: 0, parked: 0 });
   });
