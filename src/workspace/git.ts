@@ -285,16 +285,16 @@ export async function cachedIdentityArgs(cwd: string): Promise<string[]> {
  */
 export const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'] as const;
 
-/**
- * For a git command given a few paths: no preload of the index (threads that lstat every entry
- * the paths match, started on every call). On the kernel tree's 78,000 entries they cost a
- * `restore` of two paths 9 ms of its ~27 and a `status` ~3 ms, for nothing (docs/BENCHMARKS.md §24).
- */
 /** A path git matches as written (no glob, no magic), relative to the top of the checkout. */
 export function literalPathspec(path: string): string {
   return `:(top,literal)${path}`;
 }
 
+/**
+ * For a git command given a few paths: no preload of the index (threads that lstat every entry
+ * the paths match, started on every call). On the kernel tree's 78,000 entries they cost a
+ * `restore` of two paths 9 ms of its ~27 and a `status` ~3 ms, for nothing (docs/BENCHMARKS.md §24).
+ */
 export const FEW_PATHS = ['-c', 'core.preloadIndex=false'] as const;
 
 const LOCK_CONTENTION = /cannot lock ref|unable to create '[^']*\.lock'|\.lock': File exists|failed to lock/i;

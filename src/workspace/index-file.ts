@@ -26,6 +26,7 @@ import {
   readSync,
   renameSync,
   rmSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -193,6 +194,19 @@ export interface FileSeen {
   readonly size: bigint;
   readonly mtimeNs: bigint;
   readonly ctimeNs: bigint;
+}
+
+/**
+ * Whether writeIndexUpdates() may take an update of the checkout at `dir` as far as the index
+ * file tells before it is read: no other index named, no lock held, no whole index past
+ * `maxBytes` (a split one's small file is the one measured). A caller that writes files first
+ * asks this before it does.
+ */
+export function indexWritable(dir: string, maxBytes = IN_PROCESS_MAX_BYTES): boolean {
+  if (process.env.GIT_INDEX_FILE) return false;
+  const indexPath = join(gitDirOf(dir), 'index');
+  const size = lstatOrNull(indexPath)?.size;
+  return size !== undefined && size <= maxBytes && lstatOrNull(`${indexPath}.lock`) === null;
 }
 
 /**
@@ -407,6 +421,9 @@ export async function writeStatusIndex(dir: string, paths: readonly string[]): P
     removeLeftStatusIndexes(gitDir);
     const path = join(gitDir, `${STATUS_INDEX_PREFIX}${process.pid}-${++statusIndexes}.index`);
     writeFileSync(path, bytes);
+    // The index's own time: git compares the contents of entries modified in its second or later
+    // (racily clean), and a file written now would make those look clean by their stat data.
+    utimesSync(path, read.info.atime, read.info.mtime);
     return path;
   } catch {
     return null;

@@ -53,7 +53,7 @@ export interface ParsedIndex {
 
 const SIGNATURE = 0x44495243; // "DIRC"
 export const HASH_BYTES = 20;
-const FLAG_EXTENDED = 0x4000;
+export const FLAG_EXTENDED = 0x4000;
 const FLAG_ASSUME_VALID = 0x8000;
 export const NAME_MASK = 0xfff;
 

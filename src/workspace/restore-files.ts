@@ -9,11 +9,11 @@
  * false and the caller runs git, which writes every path again.
  */
 import { lstatSync, mkdirSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
 import { contentMayConvert } from './content-filters.js';
 import { cachedWriteRules, lstatOrNull } from './git-files.js';
-import { type CommittedPath, writeIndexUpdates } from './index-file.js';
+import { type CommittedPath, indexWritable, writeIndexUpdates } from './index-file.js';
 import type { LooseEntry, LooseReader } from './loose-trees.js';
 
 const FILE = '100644';
@@ -31,12 +31,15 @@ export async function restoreInProcess(
   target: readonly LooseEntry[],
   reader: LooseReader,
 ): Promise<boolean> {
-  if (process.env.GIT_INDEX_FILE) return false;
+  if (!indexWritable(dir)) return false;
   const rules = await cachedWriteRules(gitDirOf(dir));
   if (rules.ignoreCase || !rules.modesTrusted) return false;
+  if (!paths.every(checkoutPath)) return false;
   // Attributes are read from the files restored with them: git's order (index first) decides.
   if (paths.some((path) => basename(path) === '.gitattributes')) return false;
   if (contentMayConvert(dir, paths, rules)) return false;
+  // A link standing for a folder above a path would take the write or removal outside it.
+  if (underLink(resolve(dir), paths)) return false;
   const byPath = new Map(target.map((entry) => [entry.path, entry]));
   const contents = new Map<string, Buffer>();
   for (const path of paths) {
@@ -86,6 +89,32 @@ export async function restoreInProcess(
     return false;
   }
   return writeIndexUpdates(dir, written);
+}
+
+/**
+ * A path git would check out (its verify_path(), as this platform's git applies it): no empty,
+ * `.` or `..` component, no `.git` in any case (nor `.git` with trailing dots or spaces, nor
+ * `git~1`, which name it on other file systems), and none that is not UTF-8 (git's listing
+ * reached here with the bytes replaced: git must find the path). git refuses the others, and so
+ * must its stand-in: a tree holding `sub/.git/hooks/…` would otherwise plant a hook.
+ */
+export function checkoutPath(path: string): boolean {
+  if (path.includes('\uFFFD') || path.includes('\0')) return false;
+  return path.split('/').every((part) => {
+    const name = part.toLowerCase().replace(/[. ]+$/, '');
+    return part !== '' && part !== '.' && part !== '..' && name !== '.git' && name !== 'git~1';
+  });
+}
+
+/** True when a folder above one of `paths` (below `root`) is a link. */
+function underLink(root: string, paths: readonly string[]): boolean {
+  const folders = new Set<string>();
+  for (const path of paths) {
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
+      folders.add(path.slice(0, slash));
+    }
+  }
+  return [...folders].some((folder) => lstatOrNull(join(root, folder))?.isSymbolicLink() ?? false);
 }
 
 /** `root/path`, refusing a path that would leave `root`. */

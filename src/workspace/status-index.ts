@@ -18,6 +18,7 @@
 import {
   type CacheTree,
   type Entries,
+  FLAG_EXTENDED,
   indexBytes,
   NAME_MASK,
   type ParsedIndex,
@@ -27,10 +28,10 @@ import {
 import type { TreeRecord } from './loose-import.js';
 import type { SharedIndex, SplitLink } from './split-index.js';
 
-const FLAG_EXTENDED = 0x4000;
 const SLASH = 0x2f;
 const TREE_MODE = '40000';
 const SLASH_BYTES = Buffer.from('/');
+const RULE_FILES = [Buffer.from('.gitignore'), Buffer.from('.gitattributes')];
 
 /** Where the live entries come from: a split index's shared entries, less those deleted or replaced, and its own. */
 interface View {
@@ -116,6 +117,15 @@ export async function statusIndex(
       const leading = name.subarray(0, length);
       collect(leading, true, Number.POSITIVE_INFINITY);
       collect(Buffer.concat([leading, SLASH_BYTES]), false, 1);
+    }
+    // git reads an ignore or attributes file from the index where the work tree lacks it (deleted,
+    // or skip-worktree): those of every folder above the path.
+    const folders = [name.subarray(0, 0)];
+    for (let at = name.indexOf(SLASH); at !== -1; at = name.indexOf(SLASH, at + 1)) {
+      folders.push(name.subarray(0, at + 1));
+    }
+    for (const folder of folders) {
+      for (const file of RULE_FILES) collect(Buffer.concat([folder, file]), true, Number.POSITIVE_INFINITY);
     }
     if (picked.size > limit) return null;
   }
@@ -203,4 +213,3 @@ function withName(entry: Buffer, name: Buffer): Buffer {
   name.copy(out, header);
   return out;
 }
-//# sourceMappingURL=status-index.js.map

@@ -6,7 +6,18 @@
  * by its stat data; a split index the same. Forms left to git are declined before anything is
  * written, or leave git to write every path again.
  */
-import { cp, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import {
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -192,6 +203,38 @@ describe('restoreInProcess', () => {
     const gitlink = [{ mode: '160000', oid: sub, path: 'sub' }];
     expect(await restoreInProcess(dir, ['sub'], gitlink, await looseReader(dir)), 'a submodule').toBe(false);
     expect(await readdir(dir), 'a submodule').toEqual(['.git']);
+  });
+
+  it('declines, writing nothing, a path git refuses or cannot name, or one below a link', async () => {
+    const dir = join(root, `refused-${++counter}`);
+    await mkdir(join(dir, 'd'), { recursive: true });
+    await runGit(['init', '--quiet', dir]);
+    await writeFile(join(dir, 'd/f'), 'tracked\n');
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'from');
+    const blob = await git(dir, 'rev-parse', 'HEAD:d/f');
+    const reader = await looseReader(dir);
+    const file = (path: string) => [{ mode: '100644', oid: blob, path }];
+    // A tree git would refuse to check out: a hook planted below a `.git`, in any of its spellings.
+    for (const path of [
+      'sub/.git/hooks/post-checkout',
+      'sub/.GIT/config',
+      'sub/.git./x',
+      'GIT~1/x',
+      'a/../b',
+    ]) {
+      expect(await restoreInProcess(dir, [path], file(path), reader), path).toBe(false);
+    }
+    // A name git listed with bytes that are not UTF-8 (replaced): git must find the path itself.
+    expect(await restoreInProcess(dir, ['caf\uFFFD'], [], reader)).toBe(false);
+    expect((await readdir(dir)).sort()).toEqual(['.git', 'd']);
+    // A folder the agent replaced by a link to somewhere else: nothing is written through it.
+    const outside = join(root, `outside-${++counter}`);
+    await mkdir(outside);
+    await rm(join(dir, 'd'), { recursive: true });
+    await symlink(outside, join(dir, 'd'));
+    expect(await restoreInProcess(dir, ['d/f'], file('d/f'), reader)).toBe(false);
+    expect(await readdir(outside)).toEqual([]);
   });
 
   it('declines where a folder stands at a path the commit holds as a file', async () => {

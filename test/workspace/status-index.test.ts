@@ -6,7 +6,7 @@
  * untracked and ignored files, an ignored folder holding a tracked file) and random sets of
  * paths (changed ones, their folders, paths that do not exist).
  */
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,50 @@ describe('a status of a few paths over a small index', () => {
     expect(await trees({ GIT_INDEX_FILE: small })).toBeLessThanOrEqual(3);
     await rm(small);
     expect(await readWorktree(dir, { only: paths })).toEqual(await wholeIndexStatus(dir, paths));
+  });
+
+  it('keeps git’s racy check: the small index has the index’s own time, so a same-second edit is seen', async () => {
+    const dir = await splitRepo(createRandom(11));
+    // ctime not trusted, so a file's times can be set: the edit is then seen by its content alone.
+    await git(dir, 'config', 'core.trustctime', 'false');
+    const then = new Date(Math.floor(Date.now() / 1000 - 100) * 1000);
+    await putFile(dir, 'racy.txt', 'before\n');
+    await utimes(join(dir, 'racy.txt'), then, then);
+    await git(dir, 'add', 'racy.txt');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'racy.txt');
+    await utimes(join(dir, '.git', 'index'), then, then);
+    // The same size and times, other content: only a content check can tell.
+    await writeFile(join(dir, 'racy.txt'), 'BEFORE\n');
+    await utimes(join(dir, 'racy.txt'), then, then);
+    const whole = await wholeIndexStatus(dir, ['racy.txt']);
+    expect(whole.changes).toEqual([{ path: 'racy.txt', untracked: false }]);
+    const small = await writeStatusIndex(dir, ['racy.txt']);
+    expect(small).not.toBeNull();
+    await rm(small ?? '');
+    expect(await readWorktree(dir, { only: ['racy.txt'] })).toEqual(whole);
+  });
+
+  it('holds the ignore and attribute files git reads from the index above the paths (deleted, skip-worktree)', async () => {
+    const dir = join(root, `rules-${++counter}`);
+    await mkdir(dir);
+    await runGit(['init', '--quiet', dir]);
+    await git(dir, 'config', 'core.splitIndex', 'true');
+    for (let i = 0; i < 20; i++) await putFile(dir, `x/f${i}`, `${i}\n`);
+    await putFile(dir, '.gitignore', '*.log\n');
+    await putFile(dir, 'x/.gitattributes', '*.txt ident\n');
+    await putFile(dir, 'x/id.txt', '$Id$\n');
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
+    await git(dir, 'update-index', '--split-index');
+    await git(dir, 'checkout', '--quiet', '--detach');
+    await git(dir, 'update-index', '--skip-worktree', '.gitignore');
+    await rm(join(dir, '.gitignore'));
+    await rm(join(dir, 'x/.gitattributes'));
+    await putFile(dir, 'x/new.log', 'ignored by the index’s .gitignore\n');
+    for (const paths of [['x/new.log'], ['x/id.txt']]) {
+      expect(await readWorktree(dir, { only: paths }), paths[0]).toEqual(await wholeIndexStatus(dir, paths));
+    }
+    expect((await wholeIndexStatus(dir, ['x/new.log'])).ignored).toEqual(['x/new.log']);
   });
 
   it('removes a small index another process left (a host killed during its status), once', async () => {
