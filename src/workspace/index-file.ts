@@ -51,7 +51,13 @@ import {
 } from './index-format.js';
 import type { TreeRecord } from './loose-import.js';
 import { type LooseReader, looseReader } from './loose-trees.js';
-import { parseLink, type SharedIndex, sharedIndexOf, updatedSplitIndex } from './split-index.js';
+import {
+  parseLink,
+  type SharedIndex,
+  type SplitLink,
+  sharedIndexOf,
+  updatedSplitIndex,
+} from './split-index.js';
 import { statusIndex } from './status-index.js';
 
 /**
@@ -197,14 +203,19 @@ export interface FileSeen {
 }
 
 /**
- * Whether writeIndexUpdates() may take an update of the checkout at `dir` as far as the index
- * file tells before it is read: no other index named, no lock held, no whole index past
- * `maxBytes` (a split one's small file is the one measured). A caller that writes files first
- * asks this before it does.
+ * Whether writeIndexUpdates() may take an update of the checkout at `dir`, as far as can be told
+ * before the index is read: no other index named, a repository that matches and keeps modes as
+ * an update does (core.ignoreCase: git matches index paths ignoring case; core.fileMode or
+ * core.symlinks off: git keeps the modes the index had, where the commit's may differ), and an
+ * index of at most `maxBytes` (a split one's small file is the one measured) that no lock holds.
+ * A caller that writes files first asks this before it does.
  */
-export function indexWritable(dir: string, maxBytes = IN_PROCESS_MAX_BYTES): boolean {
+export async function indexWritable(dir: string, maxBytes = IN_PROCESS_MAX_BYTES): Promise<boolean> {
   if (process.env.GIT_INDEX_FILE) return false;
-  const indexPath = join(gitDirOf(dir), 'index');
+  const gitDir = gitDirOf(dir);
+  const rules = await cachedWriteRules(gitDir);
+  if (rules.ignoreCase || !rules.modesTrusted) return false;
+  const indexPath = join(gitDir, 'index');
   const size = lstatOrNull(indexPath)?.size;
   return size !== undefined && size <= maxBytes && lstatOrNull(`${indexPath}.lock`) === null;
 }
@@ -219,15 +230,9 @@ export async function writeIndexUpdates(
   paths: readonly CommittedPath[],
   maxBytes = IN_PROCESS_MAX_BYTES,
 ): Promise<boolean> {
-  if (process.env.GIT_INDEX_FILE) return false;
+  if (!(await indexWritable(dir, maxBytes))) return false;
   const gitDir = gitDirOf(dir);
-  // core.ignoreCase: git matches index paths ignoring case; core.fileMode or core.symlinks off:
-  // git keeps the modes the index had, where the commit's may differ.
-  const rules = await cachedWriteRules(gitDir);
-  if (rules.ignoreCase || !rules.modesTrusted) return false;
   const indexPath = join(gitDir, 'index');
-  const size = lstatOrNull(indexPath)?.size;
-  if (size === undefined || size > maxBytes) return false;
   const lockPath = `${indexPath}.lock`;
   let lock: number | null;
   try {
@@ -273,10 +278,9 @@ export async function writeIndexUpdates(
     };
     let next: Buffer | null;
     if (parsed.link) {
-      const link = parseLink(parsed.link);
-      const shared = link && sharedIndex(gitDir, link.base);
-      if (!link || !shared) return false;
-      next = updatedSplitIndex(file, parsed, link, shared, updates, racy);
+      const split = splitOf(gitDir, parsed.link);
+      if (!split) return false;
+      next = updatedSplitIndex(file, parsed, split.link, split.shared, updates, racy);
     } else {
       next = updatedIndex(file, parsed, updates, racy);
     }
@@ -350,6 +354,13 @@ function racilyChanged(dir: string, file: Buffer, start: number, name: Buffer): 
 const sharedIndexes = new Map<string, SharedIndex>();
 const SHARED_INDEXES_KEPT = 8;
 
+/** A split index's `link` extension read, and the shared index it names; null when either is not as git writes them. */
+function splitOf(gitDir: string, linkData: Buffer): { link: SplitLink; shared: SharedIndex } | null {
+  const link = parseLink(linkData);
+  const shared = link && sharedIndex(gitDir, link.base);
+  return link && shared ? { link, shared } : null;
+}
+
 /** The shared index `base` names in `gitDir`; null when missing or not one parseIndex() reads. */
 function sharedIndex(gitDir: string, base: Buffer): SharedIndex | null {
   const path = join(gitDir, `sharedindex.${base.toString('hex')}`);
@@ -405,14 +416,13 @@ export async function writeStatusIndex(dir: string, paths: readonly string[]): P
     const head = detachedHead(dir);
     const read = head ? readWhole(join(gitDir, 'index'), IN_PROCESS_MAX_BYTES) : null;
     const parsed = read && parseIndex(read.file, false);
-    const link = parsed?.link && parseLink(parsed.link);
-    const shared = link && sharedIndex(gitDir, link.base);
-    if (!head || !read || !parsed || !link || !shared) return null;
+    const split = parsed?.link ? splitOf(gitDir, parsed.link) : null;
+    if (!head || !read || !parsed || !split) return null;
     const reader = await looseReader(dir);
     const trees = { root: await reader.treeOf(head), tree: (id: string) => headTree(reader, id) };
     const bytes = await statusIndex(
       { file: read.file, parsed },
-      { link, shared },
+      split,
       paths,
       trees,
       STATUS_INDEX_MAX_ENTRIES,

@@ -19,7 +19,7 @@ import {
   resetPlan,
   withFiles,
 } from './monitored-paths.js';
-import { restoreInProcess } from './restore-files.js';
+import { inside, restoreInProcess, underLink } from './restore-files.js';
 import { type CheckoutState, readCheckoutState } from './setup.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
 
@@ -160,7 +160,7 @@ export async function resetChanged(
     const plan = resetPlan(candidates, indexDiff, target, DISPATCH_FOLDERS);
     // A link standing for a folder above a path would take the removal outside the checkout (an
     // attempt that moved a folder away and linked to it): the walk removes the link itself.
-    if (await underLink(dir, [...plan.remove, ...plan.removeUnlessDir, ...plan.restore])) return null;
+    if (underLink(resolve(dir), [...plan.remove, ...plan.removeUnlessDir, ...plan.restore])) return null;
     for (const path of plan.remove) await removePath(inside(dir, path));
     for (const path of plan.removeUnlessDir) {
       const info = await lstat(inside(dir, path)).catch(() => null);
@@ -198,28 +198,6 @@ async function removePath(full: string): Promise<void> {
   await rm(full, { recursive: true, force: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'ENOTDIR') throw error;
   });
-}
-
-/** True when a folder above one of `paths` is a link: removing or writing below it would follow it. */
-async function underLink(dir: string, paths: readonly string[]): Promise<boolean> {
-  const folders = new Set<string>();
-  for (const path of paths) {
-    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
-      folders.add(path.slice(0, slash));
-    }
-  }
-  for (const folder of folders) {
-    const info = await lstat(join(dir, folder)).catch(() => null);
-    if (info?.isSymbolicLink()) return true;
-  }
-  return false;
-}
-
-/** `dir/path`, refusing a path that would leave `dir` (a monitor's names never do; be sure). */
-function inside(dir: string, path: string): string {
-  const full = resolve(dir, path);
-  if (!full.startsWith(`${resolve(dir)}/`)) throw new Error(`${path}: outside the checkout`);
-  return full;
 }
 
 /**

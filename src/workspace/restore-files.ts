@@ -31,13 +31,11 @@ export async function restoreInProcess(
   target: readonly LooseEntry[],
   reader: LooseReader,
 ): Promise<boolean> {
-  if (!indexWritable(dir)) return false;
-  const rules = await cachedWriteRules(gitDirOf(dir));
-  if (rules.ignoreCase || !rules.modesTrusted) return false;
+  if (!(await indexWritable(dir))) return false;
   if (!paths.every(checkoutPath)) return false;
   // Attributes are read from the files restored with them: git's order (index first) decides.
   if (paths.some((path) => basename(path) === '.gitattributes')) return false;
-  if (contentMayConvert(dir, paths, rules)) return false;
+  if (contentMayConvert(dir, paths, await cachedWriteRules(gitDirOf(dir)))) return false;
   // A link standing for a folder above a path would take the write or removal outside it.
   if (underLink(resolve(dir), paths)) return false;
   const byPath = new Map(target.map((entry) => [entry.path, entry]));
@@ -106,8 +104,11 @@ export function checkoutPath(path: string): boolean {
   });
 }
 
-/** True when a folder above one of `paths` (below `root`) is a link. */
-function underLink(root: string, paths: readonly string[]): boolean {
+/**
+ * True when a folder above one of `paths` (below `root`) is a link: removing or writing below it
+ * would follow it (an attempt that moved a folder away and linked to it).
+ */
+export function underLink(root: string, paths: readonly string[]): boolean {
   const folders = new Set<string>();
   for (const path of paths) {
     for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
@@ -117,10 +118,10 @@ function underLink(root: string, paths: readonly string[]): boolean {
   return [...folders].some((folder) => lstatOrNull(join(root, folder))?.isSymbolicLink() ?? false);
 }
 
-/** `root/path`, refusing a path that would leave `root`. */
-function inside(root: string, path: string): string {
+/** `root/path`, refusing a path that would leave `root` (a monitor's names never do; be sure). */
+export function inside(root: string, path: string): string {
   const full = resolve(root, path);
-  if (!full.startsWith(`${root}/`)) throw new Error(`${path}: outside the checkout`);
+  if (!full.startsWith(`${resolve(root)}/`)) throw new Error(`${path}: outside the checkout`);
   return full;
 }
 

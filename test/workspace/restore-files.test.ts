@@ -24,11 +24,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { looseReader, treeEntriesAt } from '../../src/workspace/loose-trees.js';
 import { restoreInProcess } from '../../src/workspace/restore-files.js';
+import { ID, write } from '../helpers/checkout-changes.js';
 import { createRandom, putRandomFile, type Random, randomPath } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
-const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-restore-files-'));
@@ -38,6 +38,32 @@ afterAll(async () => {
 });
 
 const git = (dir: string, ...args: string[]) => readGit(args, { cwd: dir });
+
+/**
+ * A repository named `name` with one commit for each of `commits` (files written, or deleted where
+ * null), `prepare` run on it first; its commit ids, HEAD at the last.
+ */
+async function committed(
+  name: string,
+  commits: readonly Record<string, string | null>[],
+  prepare?: (dir: string) => Promise<unknown>,
+): Promise<{ dir: string; ids: string[] }> {
+  const dir = join(root, `${name}-${++counter}`);
+  await mkdir(dir);
+  await runGit(['init', '--quiet', dir]);
+  await prepare?.(dir);
+  const ids: string[] = [];
+  for (const [i, files] of commits.entries()) {
+    for (const [path, content] of Object.entries(files)) {
+      if (content === null) await rm(join(dir, path));
+      else await write(dir, path, content);
+    }
+    await git(dir, 'add', '--all');
+    await git(dir, ...ID, 'commit', '--quiet', '-m', `commit ${i}`);
+    ids.push(await git(dir, 'rev-parse', 'HEAD'));
+  }
+  return { dir, ids };
+}
 
 /** Each folder, file (its mode bits and content) and link of a checkout, `.git` left out. */
 async function workTree(dir: string, path = ''): Promise<Record<string, string>> {
@@ -143,19 +169,13 @@ describe('restoreInProcess', () => {
   }
 
   it('removes the folders a deletion leaves empty, as git does, and keeps those that hold something', async () => {
-    const dir = join(root, `folders-${++counter}`);
-    await mkdir(join(dir, 'gone/deeper'), { recursive: true });
-    await mkdir(join(dir, 'kept'), { recursive: true });
-    await runGit(['init', '--quiet', dir]);
-    await writeFile(join(dir, 'top.txt'), 'top\n');
-    await git(dir, 'add', '--all');
-    await git(dir, ...ID, 'commit', '--quiet', '-m', 'from');
-    const from = await git(dir, 'rev-parse', 'HEAD');
-    await writeFile(join(dir, 'gone/deeper/file.txt'), 'to be deleted\n');
-    await writeFile(join(dir, 'kept/file.txt'), 'to be deleted\n');
-    await git(dir, 'add', '--all');
-    await git(dir, ...ID, 'commit', '--quiet', '-m', 'to');
-    const to = await git(dir, 'rev-parse', 'HEAD');
+    const {
+      dir,
+      ids: [from = '', to = ''],
+    } = await committed('folders', [
+      { 'top.txt': 'top\n' },
+      { 'gone/deeper/file.txt': 'to be deleted\n', 'kept/file.txt': 'to be deleted\n' },
+    ]);
     await writeFile(join(dir, 'kept/untracked.txt'), 'untracked, kept\n');
     // From `to` back to `from`: both files go.
     const ours = await restored(dir, to, from, 'in-process');
@@ -178,17 +198,10 @@ describe('restoreInProcess', () => {
       ['core.ignoreCase', (dir: string) => git(dir, 'config', 'core.ignoreCase', 'true')],
       ['core.fileMode off', (dir: string) => git(dir, 'config', 'core.fileMode', 'false')],
     ] as const) {
-      const dir = join(root, `declined-${++counter}`);
-      await mkdir(dir);
-      await runGit(['init', '--quiet', dir]);
-      await prepare(dir);
-      await writeFile(join(dir, 'a.txt'), 'from\n');
-      await git(dir, 'add', '--all');
-      await git(dir, ...ID, 'commit', '--quiet', '-m', 'from');
-      const from = await git(dir, 'rev-parse', 'HEAD');
-      await writeFile(join(dir, 'a.txt'), 'to\n');
-      await git(dir, ...ID, 'commit', '--quiet', '-am', 'to');
-      const to = await git(dir, 'rev-parse', 'HEAD');
+      const {
+        dir,
+        ids: [from = '', to = ''],
+      } = await committed('declined', [{ 'a.txt': 'from\n' }, { 'a.txt': 'to\n' }], prepare);
       await git(dir, 'checkout', '--quiet', '--detach', from);
       const before = await readFile(join(dir, 'a.txt'), 'utf8');
       const target = await treeEntriesAt(dir, await looseReader(dir), to, ['a.txt'], 10);
@@ -206,12 +219,7 @@ describe('restoreInProcess', () => {
   });
 
   it('declines, writing nothing, a path git refuses or cannot name, or one below a link', async () => {
-    const dir = join(root, `refused-${++counter}`);
-    await mkdir(join(dir, 'd'), { recursive: true });
-    await runGit(['init', '--quiet', dir]);
-    await writeFile(join(dir, 'd/f'), 'tracked\n');
-    await git(dir, 'add', '--all');
-    await git(dir, ...ID, 'commit', '--quiet', '-m', 'from');
+    const { dir } = await committed('refused', [{ 'd/f': 'tracked\n' }]);
     const blob = await git(dir, 'rev-parse', 'HEAD:d/f');
     const reader = await looseReader(dir);
     const file = (path: string) => [{ mode: '100644', oid: blob, path }];
@@ -238,16 +246,10 @@ describe('restoreInProcess', () => {
   });
 
   it('declines where a folder stands at a path the commit holds as a file', async () => {
-    const dir = join(root, `folder-in-the-way-${++counter}`);
-    await mkdir(dir);
-    await runGit(['init', '--quiet', dir]);
-    await writeFile(join(dir, 'a'), 'from\n');
-    await git(dir, 'add', '--all');
-    await git(dir, ...ID, 'commit', '--quiet', '-m', 'from');
-    const from = await git(dir, 'rev-parse', 'HEAD');
-    await writeFile(join(dir, 'a'), 'to\n');
-    await git(dir, ...ID, 'commit', '--quiet', '-am', 'to');
-    const to = await git(dir, 'rev-parse', 'HEAD');
+    const {
+      dir,
+      ids: [from = '', to = ''],
+    } = await committed('folder-in-the-way', [{ a: 'from\n' }, { a: 'to\n' }]);
     await git(dir, 'checkout', '--quiet', '--detach', from);
     await rm(join(dir, 'a'));
     await mkdir(join(dir, 'a'));

@@ -13,11 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readGit, runGit } from '../../src/workspace/git.js';
 import { writeStatusIndex } from '../../src/workspace/index-file.js';
 import { parsePorcelainV2Z, readWorktree } from '../../src/workspace/snapshot-changes.js';
+import { ID, write } from '../helpers/checkout-changes.js';
 import { createRandom, putRandomFile, type Random, randomPath, TRICKY_NAMES } from '../helpers/random.js';
 
 let root: string;
 let counter = 0;
-const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'flotilla-status-index-'));
@@ -50,11 +50,6 @@ const PATTERNS = [
   '!.gitignore',
   '*.b',
 ];
-
-async function putFile(dir: string, path: string, text: string): Promise<void> {
-  await mkdir(join(dir, path, '..'), { recursive: true });
-  await writeFile(join(dir, path), text);
-}
 
 /** A committed tree with ignore rules at the top and in a few folders, its index split. */
 async function splitRepo(random: Random): Promise<string> {
@@ -160,12 +155,12 @@ describe('a status of a few paths over a small index', () => {
     await mkdir(dir);
     await runGit(['init', '--quiet', dir]);
     await git(dir, 'config', 'core.splitIndex', 'true');
-    for (let i = 0; i < 40; i++) await putFile(dir, `folder-${i}/inner/file.txt`, `${i}\n`);
+    for (let i = 0; i < 40; i++) await write(dir, `folder-${i}/inner/file.txt`, `${i}\n`);
     await git(dir, 'add', '--all');
     await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
     await git(dir, 'update-index', '--split-index');
     await git(dir, 'checkout', '--quiet', '--detach');
-    await putFile(dir, 'folder-7/inner/new.txt', 'new\n');
+    await write(dir, 'folder-7/inner/new.txt', 'new\n');
     const paths = ['folder-7/inner/new.txt'];
     const small = (await writeStatusIndex(dir, paths)) ?? '';
     const trees = async (env: Record<string, string>) => {
@@ -187,7 +182,7 @@ describe('a status of a few paths over a small index', () => {
     // ctime not trusted, so a file's times can be set: the edit is then seen by its content alone.
     await git(dir, 'config', 'core.trustctime', 'false');
     const then = new Date(Math.floor(Date.now() / 1000 - 100) * 1000);
-    await putFile(dir, 'racy.txt', 'before\n');
+    await write(dir, 'racy.txt', 'before\n');
     await utimes(join(dir, 'racy.txt'), then, then);
     await git(dir, 'add', 'racy.txt');
     await git(dir, ...ID, 'commit', '--quiet', '-m', 'racy.txt');
@@ -208,10 +203,10 @@ describe('a status of a few paths over a small index', () => {
     await mkdir(dir);
     await runGit(['init', '--quiet', dir]);
     await git(dir, 'config', 'core.splitIndex', 'true');
-    for (let i = 0; i < 20; i++) await putFile(dir, `x/f${i}`, `${i}\n`);
-    await putFile(dir, '.gitignore', '*.log\n');
-    await putFile(dir, 'x/.gitattributes', '*.txt ident\n');
-    await putFile(dir, 'x/id.txt', '$Id$\n');
+    for (let i = 0; i < 20; i++) await write(dir, `x/f${i}`, `${i}\n`);
+    await write(dir, '.gitignore', '*.log\n');
+    await write(dir, 'x/.gitattributes', '*.txt ident\n');
+    await write(dir, 'x/id.txt', '$Id$\n');
     await git(dir, 'add', '--all');
     await git(dir, ...ID, 'commit', '--quiet', '-m', 'base');
     await git(dir, 'update-index', '--split-index');
@@ -219,7 +214,7 @@ describe('a status of a few paths over a small index', () => {
     await git(dir, 'update-index', '--skip-worktree', '.gitignore');
     await rm(join(dir, '.gitignore'));
     await rm(join(dir, 'x/.gitattributes'));
-    await putFile(dir, 'x/new.log', 'ignored by the index’s .gitignore\n');
+    await write(dir, 'x/new.log', 'ignored by the index’s .gitignore\n');
     for (const paths of [['x/new.log'], ['x/id.txt']]) {
       expect(await readWorktree(dir, { only: paths }), paths[0]).toEqual(await wholeIndexStatus(dir, paths));
     }
