@@ -1,22 +1,28 @@
 /**
- * The layer rule of docs/ARCHITECTURE.md, checked by `npm run lint`:
- *   cli → {mission, host, board} → stages → {agent, workspace, queue, store} → shared
- * A module imports only from its own layer's folder or from layers below it; the three
- * top-level services do not import one another; nothing imports in a circle.
+ * The layout rule of docs/ARCHITECTURE.md, checked by `npm run lint`:
+ *
+ *   cli, index.ts, client.ts   compose everything below them
+ *   board                      shared (store, contracts), and the producer's client
+ *   producer    workers        the two halves: each imports only shared/, never the other
+ *   shared                     imports nothing above it
+ *
+ * Inside workers: host → stages → {agent, workspace}; agent may use workspace's file monitors.
+ * Inside shared: queue → store → the flat modules. Nothing imports in a circle.
+ * test/layout.test.ts checks that a wrong import fails these rules.
  */
-const layer = (name, allowed) => ({
-  name: `layer-${name}`,
-  comment: `src/${name} may import only from: ${allowed.join(', ') || 'itself'}`,
+const rule = (name, from, allowed, comment) => ({
+  name,
+  comment: comment ?? `${from} may import only from: ${allowed.join(', ') || 'itself'}`,
   severity: 'error',
-  from: { path: `^src/${name}/` },
+  from: { path: `^src/${from}` },
   to: {
     path: '^src/',
-    pathNot: [`^src/${name}/`, ...allowed.map((a) => `^src/${a}/`)],
+    pathNot: [`^src/${from}`, ...allowed.map((a) => `^src/${a}`)],
   },
 });
 
-const BASE = ['shared'];
-const LOW = ['agent', 'workspace', 'queue', 'store'];
+/** The flat modules of shared/: every file directly in src/shared/ and its validation/ folder. */
+const SHARED_BASE = ['shared/[^/]+$', 'shared/validation/'];
 
 module.exports = {
   forbidden: [
@@ -26,17 +32,16 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    layer('shared', []),
-    layer('store', BASE),
-    layer('agent', BASE),
-    layer('workspace', BASE),
-    layer('queue', [...BASE, 'store']),
-    layer('stages', [...BASE, ...LOW]),
-    layer('mission', [...BASE, ...LOW, 'stages']),
-    layer('host', [...BASE, ...LOW, 'stages']),
-    layer('board', [...BASE, ...LOW, 'stages']),
-    layer('sim', BASE),
-    layer('cli', [...BASE, ...LOW, 'stages', 'mission', 'host', 'board']),
+    rule('shared-base', 'shared/[^/]+$', SHARED_BASE, 'the flat modules of shared/ import only one another'),
+    rule('shared-store', 'shared/store/', SHARED_BASE),
+    rule('shared-queue', 'shared/queue/', [...SHARED_BASE, 'shared/store/']),
+    rule('producer', 'producer/', ['shared/'], 'the producer imports only shared/, never workers/'),
+    rule('workers-workspace', 'workers/workspace/', ['shared/']),
+    rule('workers-agent', 'workers/agent/', ['shared/', 'workers/workspace/']),
+    rule('workers-stages', 'workers/stages/', ['shared/', 'workers/agent/', 'workers/workspace/']),
+    rule('workers-host', 'workers/host/', ['shared/', 'workers/']),
+    rule('board', 'board/', ['shared/', 'producer/'], 'the board reads shared/ and may use the producer, never workers/'),
+    rule('sim', 'sim/', ['shared/'], 'the stand-in agent is its own program: shared/ only'),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

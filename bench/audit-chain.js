@@ -12,9 +12,9 @@ import { Redis } from 'ioredis';
 import { renderAuditEvent } from '../dist/shared/audit.js';
 import { checkChain } from '../dist/shared/audit-chain.js';
 import { checkSignature, signReceipt } from '../dist/shared/receipt.js';
-import { buildReceipt } from '../dist/stages/finalize/receipt.js';
-import { missionKeys } from '../dist/store/keys.js';
-import { MissionStore } from '../dist/store/mission-store.js';
+import { missionKeys } from '../dist/shared/store/keys.js';
+import { MissionStore } from '../dist/shared/store/mission-store.js';
+import { buildReceipt } from '../dist/workers/stages/finalize/receipt.js';
 import { startRedis } from './lib/redis.js';
 import { fmtStats, printTable, summarize, uniquePrefix } from './lib/util.js';
 

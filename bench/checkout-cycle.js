@@ -12,10 +12,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resetFileMonitor } from '../dist/shared/file-monitor.js';
-import { checkoutPool, forgetCheckoutPools } from '../dist/workspace/checkout-pool.js';
-import { openRepoCache } from '../dist/workspace/repo-cache.js';
-import { leaseCheckout, readLeasedWorktree } from '../dist/workspace/warm-checkout.js';
+import { checkoutPool, forgetCheckoutPools } from '../dist/workers/workspace/checkout-pool.js';
+import { resetFileMonitor } from '../dist/workers/workspace/file-monitor.js';
+import { openRepoCache } from '../dist/workers/workspace/repo-cache.js';
+import { leaseCheckout, readLeasedWorktree } from '../dist/workers/workspace/warm-checkout.js';
 import { generatedRepo, linuxRepo, scratchClone } from './lib/big-repo.js';
 import { fmt, now, printTable } from './lib/util.js';
 

@@ -11,8 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeLooseObject } from '../dist/workspace/git-files.js';
-import { writeIndexUpdates } from '../dist/workspace/index-file.js';
+import { writeLooseObject } from '../dist/workers/workspace/git-files.js';
+import { writeIndexUpdates } from '../dist/workers/workspace/index-file.js';
 import { fmt, printTable, summarize } from './lib/util.js';
 
 export const defaults = { sizes: [1_000, 10_000, 40_000], runs: 10 };

@@ -17,9 +17,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { attemptRef } from '../dist/shared/contracts.js';
-import { integrateAttempt } from '../dist/workspace/integrate.js';
-import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
-import { openRepoCache } from '../dist/workspace/repo-cache.js';
+import { integrateAttempt } from '../dist/workers/workspace/integrate.js';
+import { prepareWorkspace } from '../dist/workers/workspace/prepare-workspace.js';
+import { openRepoCache } from '../dist/workers/workspace/repo-cache.js';
 import { countBy, installGitShim } from './lib/profile.js';
 import { fmt, now, printTable } from './lib/util.js';
 

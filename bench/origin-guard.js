@@ -12,8 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { diffOrigin, watchOrigin } from '../dist/agent/origin-guard.js';
-import { createOriginStatusReads, readOriginStatus } from '../dist/agent/origin-status.js';
+import { diffOrigin, watchOrigin } from '../dist/workers/agent/origin-guard.js';
+import { createOriginStatusReads, readOriginStatus } from '../dist/workers/agent/origin-status.js';
 
 const { values } = parseArgs({
   options: { files: { type: 'string' }, dirty: { type: 'string' }, runs: { type: 'string' } },

@@ -15,9 +15,9 @@
  * was approved, or the submit for a root): overhead is per-task cost, release delay is scheduling.
  */
 import { Queue } from 'bullmq';
-import { runPriorities } from '../dist/queue/priority.js';
 import { attemptJobId, dispatchQueue } from '../dist/shared/contracts.js';
 import { longestPath } from '../dist/shared/dag.js';
+import { runPriorities } from '../dist/shared/queue/priority.js';
 import { missionYaml, startFlotilla } from './lib/flotilla.js';
 import { startRedis } from './lib/redis.js';
 import {

@@ -11,8 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadMission } from '../dist/mission/load.js';
-import { assemblePrompt } from '../dist/stages/run/prompt.js';
+import { loadMission } from '../dist/producer/load.js';
+import { assemblePrompt } from '../dist/workers/stages/run/prompt.js';
 import { missionYaml } from './lib/flotilla.js';
 import { fmt, printTable, ROOT, summarize } from './lib/util.js';
 

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { prepareWorkspace } from '../dist/workspace/prepare-workspace.js';
+import { prepareWorkspace } from '../dist/workers/workspace/prepare-workspace.js';
 import { fmtStats, now, printTable, summarize } from './lib/util.js';
 
 const { values } = parseArgs({ options: { files: { type: 'string' }, runs: { type: 'string' } } });

@@ -3,10 +3,7 @@
  * answer missions, run a worker host in-process, and read the contracts, exported by name.
  */
 
-export { detectClis } from './agent/adapters/detect.js';
-export { loadAdapters } from './agent/adapters/load-adapters.js';
 export { createBoardServer } from './board/server.js';
-export { type Host, type HostOptions, startHost } from './host/host.js';
 export {
   type ClientOptions,
   cancelMission,
@@ -15,8 +12,8 @@ export {
   type SubmittedMission,
   submitMission,
   waitForMission,
-} from './mission/client.js';
-export { loadMission, loadMissionOrThrow } from './mission/load.js';
+} from './client.js';
+export { loadMission, loadMissionOrThrow } from './producer/load.js';
 export { type Config, loadConfig } from './shared/config.js';
 export type {
   AuditEntry,
@@ -27,4 +24,7 @@ export type {
 } from './shared/contracts.js';
 export { type ErrorCode, FlotillaError, formatProblem, type Problem } from './shared/errors.js';
 export type { MissionSpec, TaskSpec } from './shared/mission.js';
-export { formatSummary } from './stages/finalize/summary.js';
+export { detectClis } from './workers/agent/adapters/detect.js';
+export { loadAdapters } from './workers/agent/adapters/load-adapters.js';
+export { type Host, type HostOptions, startHost } from './workers/host/host.js';
+export { formatSummary } from './workers/stages/finalize/summary.js';

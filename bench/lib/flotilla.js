@@ -5,11 +5,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startHost } from '../../dist/host/host.js';
-import { FlotillaClient } from '../../dist/mission/client.js';
+import { FlotillaClient } from '../../dist/client.js';
 import { loadConfig } from '../../dist/shared/config.js';
-import { fileMonitor } from '../../dist/shared/file-monitor.js';
 import { silentLogger } from '../../dist/shared/logger.js';
+import { startHost } from '../../dist/workers/host/host.js';
+import { fileMonitor } from '../../dist/workers/workspace/file-monitor.js';
 import { putSimOnPath, SIM_ADAPTERS, uniquePrefix } from './util.js';
 
 /** A config for one benchmark: its own prefix and home, the sim adapters, silent logs. */

@@ -1,6 +1,6 @@
 import type { MissionSpec } from '../../src/shared/mission.js';
-import type { MissionStore } from '../../src/store/mission-store.js';
-import type { HostInfo } from '../../src/store/registry.js';
+import type { MissionStore } from '../../src/shared/store/mission-store.js';
+import type { HostInfo } from '../../src/shared/store/registry.js';
 
 export declare const SERVED_CAPABILITIES: string[];
 export declare const UNSERVED_CAPABILITY: string;

@@ -6,7 +6,7 @@ import { Queue } from 'bullmq';
 import { CAPABILITIES } from '../shared/capabilities.js';
 import { dispatchQueue, QUEUES } from '../shared/contracts.js';
 import type { RedisClient } from '../shared/redis.js';
-import { listHosts } from '../store/registry.js';
+import { listHosts } from '../shared/store/registry.js';
 
 /** Every flotilla queue: the fixed ones, each vocabulary capability, and whatever live hosts add. */
 export function boardQueueNames(extraCapabilities: readonly string[] = []): string[] {

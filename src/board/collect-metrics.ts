@@ -1,6 +1,6 @@
 import type { RedisClient } from '../shared/redis.js';
-import type { MissionStore } from '../store/mission-store.js';
-import { listHosts } from '../store/registry.js';
+import type { MissionStore } from '../shared/store/mission-store.js';
+import { listHosts } from '../shared/store/registry.js';
 import type { BoardQueues } from './board-queues.js';
 import { formatPrometheus } from './metrics-format.js';
 import { type AuditStats, auditStats, buildMetricFamilies } from './metrics-model.js';

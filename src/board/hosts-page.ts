@@ -1,4 +1,4 @@
-import type { HostInfo } from '../store/registry.js';
+import type { HostInfo } from '../shared/store/registry.js';
 import { html, type SafeHtml } from './html.js';
 import { formatTime } from './page.js';
 

@@ -1,6 +1,6 @@
 import { GATE_ACTIONS, type GateAction } from '../shared/audit.js';
 import { type AuditEntry, MISSION_STATUSES, TASK_STATUSES } from '../shared/contracts.js';
-import type { HostInfo } from '../store/registry.js';
+import type { HostInfo } from '../shared/store/registry.js';
 import { histogramSamples, type MetricFamily, type MetricSample } from './metrics-format.js';
 import type { MissionRow } from './read-missions.js';
 

@@ -1,7 +1,7 @@
-import { routeTask } from '../queue/route.js';
 import { TASK_STATUSES, type TaskStatus, TERMINAL_TASK_STATUSES } from '../shared/contracts.js';
 import type { TaskSpec } from '../shared/mission.js';
-import { type HostInfo, routableHosts } from '../store/registry.js';
+import { routeTask } from '../shared/queue/route.js';
+import { type HostInfo, routableHosts } from '../shared/store/registry.js';
 import { criticalPath, longestChain } from './task-dag.js';
 
 /**

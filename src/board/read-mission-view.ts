@@ -1,8 +1,8 @@
 import type { MissionStatus, TaskState } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { TaskSpec } from '../shared/mission.js';
-import type { MissionStore } from '../store/mission-store.js';
-import type { HostInfo } from '../store/registry.js';
+import type { MissionStore } from '../shared/store/mission-store.js';
+import type { HostInfo } from '../shared/store/registry.js';
 import { buildOverview, type Overview } from './mission-overview.js';
 import { depthsOf, topologicalOrder } from './task-dag.js';
 

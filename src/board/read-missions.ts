@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MISSION_STATUSES, type MissionStatus, TASK_STATUSES, type TaskStatus } from '../shared/contracts.js';
-import type { MissionStore } from '../store/mission-store.js';
+import type { MissionStore } from '../shared/store/mission-store.js';
 
 /** The fields of a task state the list and the metrics need; anything else in the JSON is ignored. */
 const taskStateSchema = z.object({

@@ -1,5 +1,5 @@
 import { buildOverview } from '../board/mission-overview.js';
-import type { FlotillaClient } from '../mission/client.js';
+import type { FlotillaClient } from '../client.js';
 import type { MissionStatusJson } from '../shared/contracts.js';
 import type { TaskSpec } from '../shared/mission.js';
 import type { Io } from './io.js';

@@ -1,9 +1,9 @@
 import { join, resolve } from 'node:path';
-import { detectClis } from '../agent/adapters/detect.js';
-import { loadAdapters } from '../agent/adapters/load-adapters.js';
-import { type LiveHost, routeTask } from '../queue/route.js';
 import { PACKAGE_ROOT } from '../shared/config.js';
 import type { MissionSpec } from '../shared/mission.js';
+import { type LiveHost, routeTask } from '../shared/queue/route.js';
+import { detectClis } from '../workers/agent/adapters/detect.js';
+import { loadAdapters } from '../workers/agent/adapters/load-adapters.js';
 
 /**
  * What `run` and `validate` check before a mission is submitted, so a new user hears at once what

@@ -7,7 +7,7 @@ import {
   type SpecTask,
   summarizeHosts,
 } from '../../src/board/mission-overview.js';
-import type { HostInfo } from '../../src/store/registry.js';
+import type { HostInfo } from '../../src/shared/store/registry.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00.000Z');
 const at = (minutes: number) => new Date(T0 + minutes * 60_000).toISOString();

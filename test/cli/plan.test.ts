@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { plan } from '../../src/cli/commands/plan.js';
 import type { Io } from '../../src/cli/io.js';
-import { loadMission } from '../../src/mission/load.js';
+import { loadMission } from '../../src/producer/load.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { FIXTURES } from '../helpers/paths.js';
 

@@ -8,8 +8,8 @@ import type { Io } from '../../src/cli/io.js';
 import { main } from '../../src/cli/main.js';
 import { checkChain } from '../../src/shared/audit-chain.js';
 import { checkSignature, type Receipt } from '../../src/shared/receipt.js';
-import { collectReceipt } from '../../src/stages/finalize/collect-receipt.js';
-import { missionKeys } from '../../src/store/keys.js';
+import { missionKeys } from '../../src/shared/store/keys.js';
+import { collectReceipt } from '../../src/workers/stages/finalize/collect-receipt.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify as stringifyYaml } from 'yaml';
-import { loadMission } from '../../src/mission/load.js';
+import { loadMission } from '../../src/producer/load.js';
 import { formatPath, type PathSegment } from '../../src/shared/validation/yaml-lines.js';
 import { createRandom, type Random } from '../helpers/random.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadMission } from '../../src/mission/load.js';
+import { loadMission } from '../../src/producer/load.js';
 import type { AuditEntry } from '../../src/shared/contracts.js';
 import { sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 

@@ -7,12 +7,12 @@ import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { checkoutPool } from '../../src/workspace/checkout-pool.js';
-import { runGit } from '../../src/workspace/git.js';
-import { openRepoCache } from '../../src/workspace/repo-cache.js';
-import { readCheckoutState, type SetupSpec } from '../../src/workspace/setup.js';
-import type { WorktreeState } from '../../src/workspace/snapshot-changes.js';
-import { ensureSetup, leaseCheckout } from '../../src/workspace/warm-checkout.js';
+import { checkoutPool } from '../../src/workers/workspace/checkout-pool.js';
+import { runGit } from '../../src/workers/workspace/git.js';
+import { openRepoCache } from '../../src/workers/workspace/repo-cache.js';
+import { readCheckoutState, type SetupSpec } from '../../src/workers/workspace/setup.js';
+import type { WorktreeState } from '../../src/workers/workspace/snapshot-changes.js';
+import { ensureSetup, leaseCheckout } from '../../src/workers/workspace/warm-checkout.js';
 
 export const git = async (cwd: string, ...args: string[]) => (await runGit(args, { cwd })).stdout.trim();
 export const ID = ['-c', 'user.name=t', '-c', 'user.email=t@t'];

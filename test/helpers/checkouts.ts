@@ -1,15 +1,15 @@
 /**
  * Plain worktrees of a host's repo cache, for tests of the commit and merge steps on their own
- * (the stages take their checkouts from the warm pool, src/workspace/checkout-pool.ts).
+ * (the stages take their checkouts from the warm pool, src/workers/workspace/checkout-pool.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { integrationBranch } from '../../src/shared/contracts.js';
-import { integrationCommit } from '../../src/workspace/attempt-checkout.js';
-import { runGit } from '../../src/workspace/git.js';
-import type { RepoCache } from '../../src/workspace/repo-cache.js';
-import { removeWorktree } from '../../src/workspace/worktree.js';
+import { integrationCommit } from '../../src/workers/workspace/attempt-checkout.js';
+import { runGit } from '../../src/workers/workspace/git.js';
+import type { RepoCache } from '../../src/workers/workspace/repo-cache.js';
+import { removeWorktree } from '../../src/workers/workspace/worktree.js';
 
 async function addDetached(cache: RepoCache, workRoot: string, name: string, commit: string) {
   const dir = join(resolve(workRoot), `${name}-${randomBytes(3).toString('hex')}`);

@@ -1,12 +1,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import type { Sandbox } from '../../src/agent/sandbox.js';
-import { type Host, startHost } from '../../src/host/host.js';
-import { FlotillaClient } from '../../src/mission/client.js';
+import { FlotillaClient } from '../../src/client.js';
 import { type Config, loadConfig } from '../../src/shared/config.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import type { Sandbox } from '../../src/workers/agent/sandbox.js';
+import { type Host, startHost } from '../../src/workers/host/host.js';
 import { type RedisHandle, startRedis, uniquePrefix } from './redis-server.js';
 
 export { ROOT } from './paths.js';

@@ -1,8 +1,8 @@
 /** What a repository's object store holds, for tests of how flotilla writes objects. */
 
-import { readGit } from '../../src/workspace/git.js';
-import { objectId } from '../../src/workspace/git-files.js';
-import type { PackObject } from '../../src/workspace/pack-files.js';
+import { readGit } from '../../src/workers/workspace/git.js';
+import { objectId } from '../../src/workers/workspace/git-files.js';
+import type { PackObject } from '../../src/workers/workspace/pack-files.js';
 
 /** `git count-objects -v`'s loose objects and packs. */
 export async function objectCounts(repo: string): Promise<{ loose: number; packs: number }> {

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { FlotillaClient } from '../../src/mission/client.js';
+import { FlotillaClient } from '../../src/client.js';
 import { loadConfig } from '../../src/shared/config.js';
 import type { AuditEntry, MissionEvent, MissionStatusJson } from '../../src/shared/contracts.js';
 import { indent, sim } from './flotilla.js';

@@ -2,8 +2,8 @@ import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseUsage, type UsageFormat } from '../../src/agent/usage.js';
 import type { AuditEntry, MissionStatusJson } from '../../src/shared/contracts.js';
+import { parseUsage, type UsageFormat } from '../../src/workers/agent/usage.js';
 import { type AgentCli, cliHome, hostEnvironment, setUpCli, writeFileTurn } from './agent-clis.js';
 import { ROOT, SIM_ADAPTERS, SIM_BIN, startCluster, type TestCluster } from './flotilla.js';
 import {

@@ -1,14 +1,14 @@
 /**
- * A seam in the in-process ref writer (src/workspace/ref-files.ts) for tests that must act at the
+ * A seam in the in-process ref writer (src/workers/workspace/ref-files.ts) for tests that must act at the
  * moment a ref is written: hold a publish until other gates queue behind it, or let "another host"
  * move the branch just before it. A test file installs it with
  *
- *   vi.mock('…/src/workspace/ref-files.js', async (original) =>
+ *   vi.mock('…/src/workers/workspace/ref-files.js', async (original) =>
  *     (await import('…/helpers/ref-write-seam.js')).seamed(await original()));
  *
  * (imported inside the factory: vi.mock runs before the file's own imports), and sets `refWrites`.
  */
-import type * as RefFiles from '../../src/workspace/ref-files.js';
+import type * as RefFiles from '../../src/workers/workspace/ref-files.js';
 
 export const refWrites = {
   /** Runs before each write, with the ref's name. */

@@ -1,5 +1,5 @@
 /**
- * A private Watchman daemon for tests (src/workspace/watchman.ts), on its own socket in a temp
+ * A private Watchman daemon for tests (src/workers/workspace/watchman.ts), on its own socket in a temp
  * folder, as the Redis helper starts a private redis-server: isolated from a user's daemon, and
  * stopped at the end. Watchman is a test dependency like redis-server (.ci/run installs it).
  */

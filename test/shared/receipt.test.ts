@@ -4,7 +4,7 @@ import { entryContentHash, genesisHash, linkHash } from '../../src/shared/audit-
 import { checkReceipt, firstDifference, type VerifyFacts } from '../../src/shared/check-receipt.js';
 import type { AuditEntry } from '../../src/shared/contracts.js';
 import { checkSignature, type Receipt, signReceipt } from '../../src/shared/receipt.js';
-import { buildReceipt } from '../../src/stages/finalize/receipt.js';
+import { buildReceipt } from '../../src/workers/stages/finalize/receipt.js';
 
 const keys = generateKeyPairSync('ed25519');
 const otherKeys = generateKeyPairSync('ed25519');

@@ -1,6 +1,6 @@
-import type { LoadedAdapters } from '../../agent/adapters/load-adapters.js';
 import { CAPABILITIES } from '../../shared/capabilities.js';
 import { exitCodeFor, formatProblem } from '../../shared/errors.js';
+import type { LoadedAdapters } from '../../workers/agent/adapters/load-adapters.js';
 import { type CommandIo, readAdaptersFor } from './read-adapters.js';
 
 export interface AdaptersCheckArgs {

@@ -1,6 +1,6 @@
-import { type AuthCheck, type AuthState, checkAuth } from '../../agent/adapters/auth-check.js';
-import { type DetectedCli, detectClis } from '../../agent/adapters/detect.js';
 import { exitCodeFor, formatProblem } from '../../shared/errors.js';
+import { type AuthCheck, type AuthState, checkAuth } from '../../workers/agent/adapters/auth-check.js';
+import { type DetectedCli, detectClis } from '../../workers/agent/adapters/detect.js';
 import { type CommandIo, readAdaptersFor } from './read-adapters.js';
 
 export interface DetectArgs {

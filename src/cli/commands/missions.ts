@@ -1,11 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { FlotillaClient } from '../../mission/client.js';
-import { loadMission } from '../../mission/load.js';
+import { FlotillaClient } from '../../client.js';
+import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import { ATTEMPT_REF_PREFIX } from '../../shared/contracts.js';
 import { formatProblem } from '../../shared/errors.js';
-import { listHosts } from '../../store/registry.js';
+import { listHosts } from '../../shared/store/registry.js';
 import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
 import type { Io } from '../io.js';
 import { formatEventLine, renderTable } from '../progress.js';

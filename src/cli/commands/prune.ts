@@ -1,10 +1,10 @@
 import { readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FlotillaClient } from '../../mission/client.js';
+import { FlotillaClient } from '../../client.js';
 import type { Config } from '../../shared/config.js';
 import { formatDuration, parseDuration } from '../../shared/duration.js';
 import { FlotillaError } from '../../shared/errors.js';
-import { missionIndexKey, missionKeys } from '../../store/keys.js';
+import { missionIndexKey, missionKeys } from '../../shared/store/keys.js';
 import type { Io } from '../io.js';
 
 /**

@@ -1,5 +1,5 @@
-import { type LoadedAdapters, loadAdapters } from '../../agent/adapters/load-adapters.js';
 import { exitCodeFor, formatProblem, isFlotillaError } from '../../shared/errors.js';
+import { type LoadedAdapters, loadAdapters } from '../../workers/agent/adapters/load-adapters.js';
 import type { Io } from '../io.js';
 
 /** What the diagnostics commands write to; tests pass their own. */

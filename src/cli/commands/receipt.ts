@@ -7,9 +7,9 @@ import { FlotillaError, isFlotillaError } from '../../shared/errors.js';
 import { parsePublicKey, type Receipt } from '../../shared/receipt.js';
 import { parseReceipt } from '../../shared/receipt-schema.js';
 import { connectOrFail } from '../../shared/redis.js';
-import { collectReceipt } from '../../stages/finalize/collect-receipt.js';
-import { MissionStore } from '../../store/mission-store.js';
-import { resolveCommit, runGit } from '../../workspace/git.js';
+import { MissionStore } from '../../shared/store/mission-store.js';
+import { collectReceipt } from '../../workers/stages/finalize/collect-receipt.js';
+import { resolveCommit, runGit } from '../../workers/workspace/git.js';
 import type { Io } from '../io.js';
 
 /** `flotilla receipt <id> [-o FILE]`: the signed receipt finalize wrote, as JSON. */

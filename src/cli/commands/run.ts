@@ -1,11 +1,11 @@
-import { type Host, startHost } from '../../host/host.js';
-import { FlotillaClient } from '../../mission/client.js';
-import { loadMission } from '../../mission/load.js';
+import { FlotillaClient } from '../../client.js';
+import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import type { MissionStatusJson } from '../../shared/contracts.js';
 import { FlotillaError, formatProblem } from '../../shared/errors.js';
 import { redactUrl } from '../../shared/redis.js';
-import { listHosts, routableHosts } from '../../store/registry.js';
+import { listHosts, routableHosts } from '../../shared/store/registry.js';
+import { type Host, startHost } from '../../workers/host/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import { createHumanLogger } from '../human-log.js';
 import type { Io } from '../io.js';

@@ -1,4 +1,4 @@
-import { loadMission } from '../../mission/load.js';
+import { loadMission } from '../../producer/load.js';
 import { longestPath } from '../../shared/dag.js';
 import { exitCodeFor, formatProblem, type Problem } from '../../shared/errors.js';
 import type { MissionSpec } from '../../shared/mission.js';

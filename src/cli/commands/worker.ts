@@ -1,9 +1,9 @@
-import { type CloseOutcome, startHost } from '../../host/host.js';
-import { describeStop } from '../../host/shutdown.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
-import { assertGitVersion } from '../../workspace/git.js';
+import { type CloseOutcome, startHost } from '../../workers/host/host.js';
+import { describeStop } from '../../workers/host/shutdown.js';
+import { assertGitVersion } from '../../workers/workspace/git.js';
 import type { Io } from '../io.js';
 
 /**

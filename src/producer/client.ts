@@ -1,0 +1,187 @@
+import { type Config, loadConfig } from '../shared/config.js';
+import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
+import { FlotillaError } from '../shared/errors.js';
+import { type Logger, silentLogger } from '../shared/logger.js';
+import type { MissionSpec } from '../shared/mission.js';
+import type { PrepareWorkspace } from '../shared/prepare-workspace.js';
+import { enqueueAttempt, enqueueFinalize } from '../shared/queue/enqueue.js';
+import { QueueSet } from '../shared/queue/queues.js';
+import { connectOrFail, type RedisClient } from '../shared/redis.js';
+import { MissionStore } from '../shared/store/mission-store.js';
+import { createTelemetry } from '../shared/telemetry.js';
+import { loadMissionOrThrow } from './load.js';
+import { submitValidMission } from './submit.js';
+
+export interface ClientOptions {
+  /** Defaults to REDIS_URL, then redis://127.0.0.1:6379. */
+  readonly redisUrl?: string;
+  readonly prefix?: string;
+  readonly secret?: string;
+  readonly logger?: Logger;
+  readonly config?: Config;
+  /** How a submit makes the workspace ready; the library's client (src/client.ts) gives the workers' git. */
+  readonly prepareWorkspace?: PrepareWorkspace;
+}
+
+export interface SubmittedMission {
+  readonly id: string;
+  readonly branch: string;
+  readonly repo: string;
+  /** What preparing the workspace did that a person should hear about (see prepare-workspace). */
+  readonly notes: readonly string[];
+}
+
+/**
+ * The library API for scripts: submit, follow, cancel and answer missions. A client holds one
+ * Redis connection; close it when done. The named functions below open and close one per call.
+ */
+export class FlotillaClient {
+  /** A subclass names the workspace preparation its clients use unless an option gives one. */
+  protected static readonly prepareWorkspace: PrepareWorkspace | undefined = undefined;
+
+  protected constructor(
+    readonly redis: RedisClient,
+    readonly store: MissionStore,
+    private readonly queues: QueueSet,
+    private readonly config: Config,
+    private readonly logger: Logger,
+    private readonly prepareWorkspace: PrepareWorkspace | undefined,
+  ) {}
+
+  static async connect(options: ClientOptions = {}): Promise<FlotillaClient> {
+    const base = options.config ?? loadConfig();
+    const config: Config = {
+      ...base,
+      prefix: options.prefix ?? base.prefix,
+      secret: options.secret ?? base.secret,
+      redisUrl: options.redisUrl ?? base.redisUrl,
+    };
+    const redis = await connectOrFail(config.redisUrl ?? 'redis://127.0.0.1:6379');
+    const store = new MissionStore(redis, config.prefix, config.secret);
+    return new FlotillaClient(
+      redis,
+      store,
+      new QueueSet(redis, config.prefix, createTelemetry(config.otel)),
+      config,
+      options.logger ?? silentLogger(),
+      // biome-ignore lint/complexity/noThisInStatic: the subclass's preparation (src/client.ts), not this class's
+      options.prepareWorkspace ?? this.prepareWorkspace,
+    );
+  }
+
+  /** Validates (a file) and submits; an invalid mission throws before anything reaches Redis. */
+  async submit(mission: string | MissionSpec): Promise<SubmittedMission> {
+    const spec = typeof mission === 'string' ? await loadMissionOrThrow(mission) : mission;
+    return submitValidMission(this.submitContext(), spec);
+  }
+
+  status(id: string): Promise<MissionStatusJson> {
+    return this.store.status(id);
+  }
+
+  async summary(id: string): Promise<string | null> {
+    return this.store.getMetaField(id, 'summary');
+  }
+
+  /** Resolves when the mission has finished and its summary is written; `onEvent` sees every event. */
+  async wait(
+    id: string,
+    options: { onEvent?: (event: MissionEvent) => void; signal?: AbortSignal; pollMs?: number } = {},
+  ): Promise<MissionStatusJson> {
+    if (!(await this.store.missionExists(id)))
+      throw new FlotillaError('mission/not-found', `no mission '${id}'`);
+    const reader = this.redis.duplicate();
+    reader.on('error', () => {});
+    const readerStore = new MissionStore(reader, this.store.prefix, this.config.secret);
+    let last = '0';
+    try {
+      while (!options.signal?.aborted) {
+        const events = await readerStore.readEvents(id, last, options.pollMs ?? 1_000);
+        for (const { id: entryId, event } of events) {
+          last = entryId;
+          options.onEvent?.(event);
+        }
+        // Finalize writes the summary before its `mission` event, so the summary is read only when
+        // that event came, or when nothing came at all (a trimmed stream): not once per event.
+        const ended = events.length === 0 || events.some(({ event }) => event.type === 'mission');
+        if (ended && (await this.store.getMetaField(id, 'summary')) !== null) return this.store.status(id);
+      }
+      return this.store.status(id);
+    } finally {
+      reader.disconnect();
+    }
+  }
+
+  /** Stops the mission on every host: no new attempts, running CLIs killed. */
+  async cancel(id: string): Promise<{ cancelled: string[]; running: string[] }> {
+    const result = await this.store.cancel(id, new Date().toISOString());
+    await this.store.publishControl({ type: 'cancel', missionId: id });
+    await this.store.emit({
+      missionId: id,
+      type: 'log',
+      message: `cancel requested: ${result.running.length} running task(s) being stopped`,
+    });
+    if (result.settled) await enqueueFinalize({ queues: this.queues, secret: this.config.secret }, id);
+    return result;
+  }
+
+  /** Answers a task paused with needs_input; it resumes as a continuation attempt. */
+  async answer(id: string, taskId: string, text: string): Promise<{ attempt: number }> {
+    const { spec } = await this.store.getMission(id);
+    const task = spec.tasks.find((t) => t.id === taskId);
+    const state = await this.store.getTask(id, taskId);
+    if (!task || !state) throw new FlotillaError('usage', `mission ${id} has no task '${taskId}'`);
+    if (state.status !== 'needs_input') {
+      throw new FlotillaError('usage', `task ${taskId} is ${state.status}, not waiting for an answer`);
+    }
+    const answers = [...(state.answers ?? []), text];
+    if (answers.length > 2) {
+      throw new FlotillaError(
+        'usage',
+        `task ${taskId} already had two answered rounds; a person must take it from here`,
+      );
+    }
+    const now = new Date().toISOString();
+    const outcome = await this.store.settle(
+      id,
+      taskId,
+      state.attempts,
+      'answer',
+      // The next pause overwrites `questions`; each round's questions stay beside its answer.
+      { answers, asked: [...(state.asked ?? []), JSON.stringify(state.questions ?? [])] },
+      now,
+      // Written by the same script, only if the answer applied: the continuation is attempt + 1.
+      { at: now, taskId, attempt: state.attempts + 1, stage: 'answer', event: { kind: 'answer', text } },
+    );
+    if (!outcome.applied)
+      throw new FlotillaError('usage', `task ${taskId} is no longer waiting for an answer`);
+    // A continuation stays where escalation had taken the task.
+    await enqueueAttempt(this.context(), {
+      missionId: id,
+      task,
+      attempt: outcome.attempts,
+      cli: state.escalated?.cli ?? null,
+    });
+    return { attempt: outcome.attempts };
+  }
+
+  async close(): Promise<void> {
+    await this.queues.close();
+    await this.redis.quit().catch(() => undefined);
+  }
+
+  private context() {
+    return { store: this.store, queues: this.queues, secret: this.config.secret, logger: this.logger };
+  }
+
+  private submitContext() {
+    const prepareWorkspace = this.prepareWorkspace;
+    if (!prepareWorkspace) {
+      throw new FlotillaError(
+        'usage',
+        "this client cannot submit: it has no workspace preparation (use the library's FlotillaClient)",
+      );
+    }
+    return { ...this.context(), prepareWorkspace };
+  }
+}

@@ -1,0 +1,150 @@
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Adapter } from '../../shared/adapter.js';
+import { buildInvocation, type Invocation } from './invocation.js';
+import { ownOriginChanges } from './origin-verdict.js';
+import { classifyReply, type ReplyClass } from './reply-class.js';
+import { existing, type Sandbox, writablePaths } from './sandbox.js';
+import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
+import { parseUsage, type Usage } from './usage.js';
+
+/**
+ * One run of an agent CLI, the sequence the run stage, the critic and `flotilla plan` share: write
+ * the prompt file, build the argument array for the adapter's delivery, spawn (no shell), read
+ * the usage line, the result file and the reply's class. What the caller makes of it (a task
+ * result, a verdict, a mission file) is the caller's.
+ */
+
+/** Where a dispatch's prompt and result files go, relative to the CLI's working directory. */
+export interface DispatchPaths {
+  /** The dispatch id the file names are made of (`t1-a1`, `t1-a1-review`). */
+  readonly name: string;
+  readonly promptPath: string;
+  readonly resultPath: string;
+}
+
+/** cli-dispatch's file names: `.planning/dispatch/{id}-PROMPT.md` and the adapter's result_path. */
+export function dispatchPaths(adapter: Pick<Adapter, 'config'>, dispatchId: string): DispatchPaths {
+  return {
+    name: dispatchId,
+    promptPath: join('.planning', 'dispatch', `${dispatchId}-PROMPT.md`),
+    resultPath: adapter.config.result_path.replaceAll('{task-id}', dispatchId),
+  };
+}
+
+export interface InvokeInput {
+  readonly adapter: Adapter;
+  readonly cwd: string;
+  readonly paths: DispatchPaths;
+  readonly prompt: string;
+  readonly model?: string;
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
+  readonly groups?: SpawnInput['groups'];
+  /**
+   * Directories flotilla itself writes to (its home with the checkouts and the repo cache), left
+   * out when the repository flotilla runs in is compared before and after the run.
+   */
+  readonly flotillaDirs?: readonly string[];
+  /** `flotilla worker --sandbox`: the CLI runs under bwrap. */
+  readonly sandbox?: Sandbox;
+}
+
+export interface AgentRun {
+  readonly invocation: Invocation;
+  readonly outcome: SpawnOutcome;
+  readonly usage: Usage | null;
+  /** The CLI's answer without its JSON wrapper, when the adapter declares a usage format. */
+  readonly answer: string;
+  /** The result file's text, or null when the CLI left none. */
+  readonly resultFileText: string | null;
+  /** Rate limit or login problem; only looked for when the CLI exited non-zero. */
+  readonly replyClass: ReplyClass;
+  /** What changed in the repository flotilla runs in while the CLI ran; null when nothing. */
+  readonly origin: OriginChange | null;
+}
+
+/**
+ * Paths changed in the repository flotilla runs in during a run. With `own` (this attempt's own
+ * dispatch or result files among them) the CLI certainly wrote there; without, someone else (a
+ * person editing the repository, another slot's CLI) may have.
+ */
+export interface OriginChange {
+  /** That repository's top level. */
+  readonly root: string;
+  /** Every changed path, relative to it. */
+  readonly paths: readonly string[];
+  /** The attempt's own files among them (or in a changed folder); empty when none. */
+  readonly own: readonly string[];
+}
+
+export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
+  const { adapter, cwd, paths } = input;
+  const resultFile = resolve(cwd, paths.resultPath);
+  // Small local files, written with synchronous calls: a thread-pool round trip each would cost
+  // the host more than the write (docs/ARCHITECTURE.md, "Synchronous git files").
+  mkdirSync(join(cwd, dirname(paths.promptPath)), { recursive: true });
+  mkdirSync(dirname(resultFile), { recursive: true });
+  writeFileSync(join(cwd, paths.promptPath), input.prompt);
+  // A result left by an earlier run in the same directory must not pass for this run's answer.
+  rmSync(resultFile, { force: true });
+  const invocation = buildInvocation(adapter, {
+    promptPath: paths.promptPath,
+    promptText: input.prompt,
+    model: input.model,
+  });
+  const outcome = await spawnProcess({
+    command: invocation.command,
+    args: invocation.args,
+    stdin: invocation.stdin,
+    cwd,
+    env: adapter.config.env,
+    timeoutMs: input.timeoutMs,
+    signal: input.signal,
+    ...(input.groups ? { groups: input.groups } : {}),
+    guardOrigin: { exclude: input.flotillaDirs ?? [], own: [paths.promptPath, paths.resultPath] },
+    ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
+  });
+  const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
+  const answer = usage?.resultText ?? outcome.stdout;
+  // A CLI that wraps its answer in JSON says what went wrong in that answer; matching the
+  // unwrapped text keeps the CLI's own words (`Not logged in · Please run /login`) as the error.
+  const replyClass =
+    outcome.exitCode === 0
+      ? null
+      : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
+  const resultFileText = readTextOrNull(resultFile);
+  const origin =
+    outcome.originRoot && outcome.originChanges?.length
+      ? {
+          root: outcome.originRoot,
+          paths: outcome.originChanges,
+          own: await ownOriginChanges(outcome.originRoot, outcome.originChanges, paths),
+        }
+      : null;
+  return { invocation, outcome, usage, answer, resultFileText, replyClass, origin };
+}
+
+/**
+ * The result file's text, or null: a regular file only, so a FIFO or a device an agent left in its
+ * place cannot hold the host's thread (the read is synchronous).
+ */
+function readTextOrNull(path: string): string | null {
+  try {
+    return statSync(path).isFile() ? readFileSync(path, 'utf8') : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The adapter's writable folders, made where asked, for this run's sandbox. */
+async function sandboxFor(sandbox: Sandbox, adapter: Adapter) {
+  const { paths, create } = writablePaths(adapter.config.sandbox_writable ?? [], {
+    ...process.env,
+    ...adapter.config.env,
+  });
+  for (const dir of create) await mkdir(dir, { recursive: true });
+  return { bwrap: sandbox.bwrap, writable: existing(paths) };
+}

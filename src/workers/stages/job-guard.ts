@@ -1,0 +1,42 @@
+import { DelayedError, type Job } from 'bullmq';
+import { type AttemptRef, attemptJobId, finalizeJobId, JOBS } from '../../shared/contracts.js';
+import { FlotillaError } from '../../shared/errors.js';
+import { verifyPayload } from '../../shared/signing.js';
+import type { HostContext } from './context.js';
+
+/** The abort reason a cancel message gives; any other reason (shutdown, lost lock) is not the task's end. */
+export const MISSION_CANCELLED = 'mission cancelled';
+
+/** Jobs whose payload fails its signature are refused, loudly, before anything runs. */
+export function assertSigned(ctx: HostContext, job: Job): void {
+  const problem = signatureProblem(ctx, job);
+  if (!problem) return;
+  ctx.logger.error({ jobId: job.id, queue: job.queueName }, `refusing job: ${problem}`);
+  throw new FlotillaError('job/unsigned', `job ${job.id}: ${problem}; refused`);
+}
+
+/**
+ * What is wrong with a job's signature, or null when nothing is: a payload signature missing or
+ * wrong, or (with a secret) an id that is not the one its signed data gives. The id is a function
+ * of the signed data, so a captured payload re-added under another id (to run an attempt twice)
+ * is refused too; under its own id BullMQ keeps the first job.
+ */
+export function signatureProblem(ctx: Pick<HostContext, 'config'>, job: Job): string | null {
+  if (!verifyPayload(job.data as object, ctx.config.secret)) return 'payload signature missing or wrong';
+  if (ctx.config.secret && job.id !== expectedJobId(job)) return 'id does not match its signed payload';
+  return null;
+}
+
+function expectedJobId(job: Job): string | undefined {
+  const data = job.data as Partial<AttemptRef>;
+  if (job.name === JOBS.finalize) return data.missionId ? finalizeJobId(data.missionId) : undefined;
+  const stage = Object.values(JOBS).find((name) => name === job.name);
+  if (!stage || stage === JOBS.finalize || !data.missionId || !data.taskId || !data.attempt) return undefined;
+  return attemptJobId(data.missionId, data.taskId, data.attempt, stage);
+}
+
+/** Moves the job back to its queue for `delayMs` without spending a task attempt. */
+export async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
+}
