@@ -2,6 +2,7 @@ import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
 import type { CliGroups } from './cli-groups.js';
 import { originReads, watchOrigin } from './origin-guard.js';
+import { isPrivateVariable } from './private-env.js';
 import { sandboxedCommand } from './sandbox.js';
 
 export interface SpawnInput {
@@ -146,17 +147,6 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
 }
 
 /**
- * flotilla's own secrets never reach an agent CLI or an exit criterion. FLOTILLA_SIGNING_KEY is a
- * path, not the key, but an agent told where the receipt key lies is one `cat` from forging receipts.
- */
-export const PRIVATE_ENV = [
-  'FLOTILLA_SECRET',
-  'FLOTILLA_SIGNING_KEY',
-  'FLOTILLA_BOARD_PASSWORD',
-  'FLOTILLA_BOARD_USER',
-];
-
-/**
  * Variables that name the directory flotilla was started from rather than the child's: the
  * shell's previous directory and npm's start directory. OpenCode 1.18 takes its working
  * directory from `PWD`, so an inherited one sent its writes into flotilla's own directory.
@@ -165,8 +155,8 @@ const ORIGIN_ENV = ['OLDPWD', 'INIT_CWD'];
 
 /**
  * The environment of an agent CLI, an exit criterion or a setup command: flotilla's own minus its
- * secrets, `PWD` equal to the child's working directory, and nothing else that points at the
- * directory flotilla runs in (a single path equal to it or inside it, such as npm's
+ * secrets and how to reach its Redis (private-env.ts), `PWD` equal to the child's working
+ * directory, and nothing else that points at the directory flotilla runs in (a single path equal to it or inside it, such as npm's
  * `npm_config_local_prefix`; lists such as `PATH` stay whole).
  */
 export function childEnv(
@@ -176,7 +166,7 @@ export function childEnv(
 ): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || PRIVATE_ENV.includes(key) || ORIGIN_ENV.includes(key)) continue;
+    if (value === undefined || ORIGIN_ENV.includes(key) || isPrivateVariable(key, value)) continue;
     if (namesOrigin(value, origin)) continue;
     env[key] = value;
   }

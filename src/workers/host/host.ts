@@ -14,6 +14,7 @@ import { createTelemetry } from '../../shared/telemetry.js';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
+import { keepFromChildren, redisUrlSecrets } from '../agent/private-env.js';
 import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
@@ -102,6 +103,14 @@ export async function startHost(options: HostOptions): Promise<Host> {
   await assertGitVersion();
   const hostId = options.hostId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (options.logger ?? createLogger({ level: config.logLevel })).child({ host: hostId });
+  // Before any child starts (detection included): what this host holds never reaches one.
+  keepFromChildren([
+    ...redisUrlSecrets(options.redisUrl),
+    ...redisUrlSecrets(config.redisUrl),
+    config.secret,
+    config.signingKeyFile,
+    config.boardPassword,
+  ]);
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
   if (options.sandbox) {
     await assertSandboxWorks(options.sandbox);

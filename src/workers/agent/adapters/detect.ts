@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { execa } from 'execa';
 import { type Adapter, splitFlags } from '../../../shared/adapter.js';
+import { publicEnv } from '../private-env.js';
 
 /**
  * Which adapters' CLIs this host can run (cli-dispatch Steps 4–5): each `detection_command` runs
@@ -87,7 +88,9 @@ async function probeCli(command: string, timeoutMs: number, env: DetectOptions['
       reject: false,
       timeout: timeoutMs,
       stdin: 'ignore',
-      ...(env ? { env } : {}),
+      // A CLI's `--version` is a child like any other: flotilla's secrets stay out of it.
+      env: { ...publicEnv(), ...env },
+      extendEnv: false,
     });
     if (result.timedOut) return { available: false, reason: `${file} did not answer within ${timeoutMs} ms` };
     if ('code' in result && result.code === 'ENOENT')
