@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'git/unsupported',
   'git/failed',
   'sandbox/unavailable',
+  'host/id-in-use',
   'internal',
 ] as const;
 
@@ -58,6 +59,8 @@ export function exitCodeFor(code: ErrorCode): number {
     case 'mission/invalid':
     case 'mission/not-found':
     case 'adapter/invalid':
+    // A second host of one cluster started with an id a live host on this machine holds.
+    case 'host/id-in-use':
       return 2;
     case 'redis/unreachable':
     case 'git/missing':

@@ -40,3 +40,8 @@ export function handbackKey(prefix: string, jobId: string): string {
 export function lockKey(prefix: string, name: string): string {
   return `${prefix}:${name}-lock`;
 }
+
+/** The id a cluster's Redis holds for it: what tells two clusters' hosts of one id apart on a machine. */
+export function clusterIdKey(prefix: string): string {
+  return `${prefix}:cluster-id`;
+}

@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis.js';
-import { hostKey, hostsKey } from './keys.js';
+import { clusterIdKey, hostKey, hostsKey } from './keys.js';
 
 /** What a worker host advertises; `flotilla hosts` prints it and release-time routing reads it. */
 export interface HostInfo {
@@ -75,4 +76,14 @@ export function routableHosts(hosts: readonly HostInfo[], now = Date.now()): Rou
         !host.coolingDown.some((cd) => cd.cli === c.cli && Date.parse(cd.until) > now),
     ),
   }));
+}
+
+/**
+ * The cluster's id: made by the first host that asks (set if absent) and read by every other, so
+ * it is one per Redis and prefix however each host spells the Redis URL.
+ */
+export async function clusterId(redis: RedisClient, prefix: string): Promise<string> {
+  const key = clusterIdKey(prefix);
+  await redis.set(key, randomBytes(8).toString('hex'), 'NX');
+  return (await redis.get(key)) ?? '';
 }

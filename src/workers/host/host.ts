@@ -9,7 +9,7 @@ import { readSigningKey } from '../../shared/receipt.js';
 import { createRedis } from '../../shared/redis.js';
 import { Semaphore } from '../../shared/semaphore.js';
 import { MissionStore } from '../../shared/store/mission-store.js';
-import { type HostInfo, publishHost, removeHost } from '../../shared/store/registry.js';
+import { clusterId, type HostInfo, publishHost, removeHost } from '../../shared/store/registry.js';
 import { createTelemetry } from '../../shared/telemetry.js';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
@@ -31,6 +31,7 @@ import { InotifyMonitor } from '../workspace/inotify-monitor.js';
 import { pruneHostCaches } from '../workspace/prune.js';
 import { agePriorities } from './age-priorities.js';
 import { listenForControl } from './control.js';
+import { claimHostId } from './host-claim.js';
 import { createPools, type Processor } from './pools.js';
 import { type CloseOutcome, createClose } from './shutdown.js';
 import { sweepMissions } from './sweep.js';
@@ -133,21 +134,27 @@ export async function startHost(options: HostOptions): Promise<Host> {
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
     );
   }
-  // Before any job: CLIs a previous run of this host id left running when it was killed.
-  const cliGroups = createCliGroups(cliGroupsDir(config.home, hostId));
-  const leftovers = await cliGroups.killLeftovers();
-  if (leftovers.length > 0) {
-    logger.warn(
-      { pgids: leftovers },
-      `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
-    );
-  }
   const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
   const slots = options.slots ?? DEFAULT_SLOTS;
 
   const redis = createRedis({ url: options.redisUrl, role: 'worker' });
   redis.on('error', (error: Error) => logger.debug({ err: error.message }, 'redis connection error'));
+  // One live host per id and cluster on this machine; then, before any job, the CLIs a killed
+  // host of this id and cluster left running (agent/cli-groups.ts). Another cluster's are not ours.
+  const cluster = await clusterId(redis, config.prefix);
+  const claim = await claimHostId(config.home, hostId, cluster).catch((error: Error) => {
+    redis.disconnect();
+    throw error;
+  });
+  const cliGroups = createCliGroups(cliGroupsDir(config.home, hostId), cluster);
+  const leftovers = await cliGroups.killOrphans();
+  if (leftovers.length > 0) {
+    logger.warn(
+      { pgids: leftovers },
+      `killed ${leftovers.length} CLI process group(s) left running by a previous run of host ${hostId}`,
+    );
+  }
   const store = new MissionStore(redis, config.prefix, config.secret);
   const telemetry = createTelemetry(config.otel);
   const queues = new QueueSet(redis, config.prefix, telemetry);
@@ -300,7 +307,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     timers: [heartbeat, sweeper, ager],
     graceMs: options.graceMs ?? DEFAULT_GRACE_MS,
     logger,
-    killLeftovers: () => cliGroups.killLeftovers(),
+    killLeftovers: () => cliGroups.killRunning(),
     redis,
     subscriber,
     queues,
@@ -316,6 +323,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     clis,
     capabilities: servedCapabilities(),
     cachedMissions: () => [...ctx.missions.keys()],
-    close,
+    // The claim on the id goes last, whatever Redis did: the id is free once this host is gone.
+    close: (closeOptions) => close(closeOptions).finally(() => claim.release()),
   };
 }

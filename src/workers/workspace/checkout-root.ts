@@ -86,22 +86,30 @@ export async function claimCheckoutRoot(home: string): Promise<CheckoutRoot> {
  *   taken the same way), after it read the lock again: while a dead owner's lock is in place no
  *   fresh claim can succeed, so what it removes is that lock and never a live process's. A process
  *   killed within the few milliseconds it holds the mutex leaves the slot to be skipped.
- * `from` is the dead owner whose lock was taken over, or null for a slot nobody held.
+ * `from` is the text of the dead owner's lock that was taken over, or null for a lock nobody held.
+ * The lock holds `body` (this process's pid unless given); `held` says whether a lock's text names
+ * a live owner (by default: its pid is a live process). The host's claim on its id uses both
+ * (host/host-claim.ts).
  */
-async function takeLock(lock: string): Promise<{ from: number | null } | null> {
+export async function takeLock(
+  lock: string,
+  body: string = String(process.pid),
+  held: (text: string) => boolean = (text) => processAlive(Number.parseInt(text, 10)),
+): Promise<{ from: string | null } | null> {
   const mine = `${lock}.${process.pid}-${randomBytes(4).toString('hex')}`;
-  await writeFile(mine, String(process.pid));
+  await writeFile(mine, body);
+  const read = () => readFile(lock, 'utf8').catch(() => null);
   try {
     if (await linkNew(mine, lock)) return { from: null };
-    const owner = await lockOwner(lock);
+    const owner = await read();
     if (owner === null) return (await linkNew(mine, lock)) ? { from: null } : null;
-    if (processAlive(owner)) return null;
+    if (held(owner)) return null;
     const mutex = `${lock}.takeover`;
     if (!(await linkNew(mine, mutex))) return null;
     try {
-      const current = await lockOwner(lock);
+      const current = await read();
       if (current !== null) {
-        if (processAlive(current)) return null;
+        if (held(current)) return null;
         await unlink(lock);
       }
       return (await linkNew(mine, lock)) ? { from: current } : null;

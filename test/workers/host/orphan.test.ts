@@ -21,6 +21,7 @@ import {
   BIN_REVIEWER,
   cliProcesses,
   startReadyWorker,
+  startWorker,
   stopAllWorkers,
   until,
 } from '../../helpers/worker-process.js';
@@ -71,6 +72,75 @@ describe('orphaned CLIs', () => {
     );
     await stage.client.cancel(id);
     await second.stop();
+  }, 240_000);
+
+  it('a host of the same id for another cluster starts beside a live one and leaves its CLI alone', async () => {
+    const home = stage.home('dup-clusters');
+    const other = await startRedis();
+    try {
+      const first = await startReadyWorker(stage.cluster, {
+        hostId: 'dup',
+        home,
+        path: [BIN_BUILDER, BIN_REVIEWER],
+      });
+      const { file } = await stage.writeMission(
+        mission([task({ id: 'long', steps: writes('long', '- sleep: 120s') })]),
+      );
+      const id = await stage.submit(file);
+      const agent = await until(
+        'the CLI to run',
+        () => cliProcesses(home).find((cli) => cli.args.includes('long-a1-PROMPT')),
+        90_000,
+      );
+      // Another Redis: another cluster, whose host "dup" on this machine is another host.
+      const second = await startReadyWorker(
+        { redisUrl: other.url, prefix: uniquePrefix() },
+        { hostId: 'dup', home, path: [BIN_BUILDER, BIN_REVIEWER] },
+      );
+      expect(second.hasLog(/killed \d+ CLI process group/)).toBe(false);
+      expect(cliProcesses(home).map((cli) => cli.pid)).toContain(agent.pid);
+      // Its shutdown kills its own CLIs only (it has none): the first host's agent runs on.
+      second.signal('SIGTERM');
+      expect((await second.exited).code).toBe(0);
+      expect(cliProcesses(home).map((cli) => cli.pid)).toContain(agent.pid);
+      expect(first.running).toBe(true);
+      await stage.client.cancel(id);
+      await first.stop();
+    } finally {
+      await other.stop();
+    }
+  }, 240_000);
+
+  it('a second host of the same id and cluster on one machine is refused, and the first runs on', async () => {
+    const home = stage.home('dup-same');
+    const first = await startReadyWorker(stage.cluster, {
+      hostId: 'dup',
+      home,
+      path: [BIN_BUILDER, BIN_REVIEWER],
+    });
+    const { file } = await stage.writeMission(
+      mission([task({ id: 'held', steps: writes('held', '- sleep: 120s') })]),
+    );
+    const id = await stage.submit(file);
+    const agent = await until(
+      'the CLI to run',
+      () => cliProcesses(home).find((cli) => cli.args.includes('held-a1-PROMPT')),
+      90_000,
+    );
+    const second = await startWorker(stage.cluster, {
+      hostId: 'dup',
+      home,
+      path: [BIN_BUILDER, BIN_REVIEWER],
+    });
+    const { code } = await second.exited;
+    expect(code).toBe(2);
+    expect(second.lines.map((line) => line.raw)).toContainEqual(
+      `flotilla: host id dup is already in use on this machine by process ${first.pid} for this cluster; stop that host or start this one with another --host-id`,
+    );
+    expect(cliProcesses(home).map((cli) => cli.pid)).toContain(agent.pid);
+    expect(first.running).toBe(true);
+    await stage.client.cancel(id);
+    await first.stop();
   }, 240_000);
 });
 
