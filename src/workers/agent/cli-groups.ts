@@ -74,7 +74,8 @@ export function processRuns(id: ProcessId): boolean {
 export function createCliGroups(dir: string, cluster: string): CliGroups {
   const owner = thisProcess();
   const token = randomBytes(3).toString('hex');
-  const slots = new Map<number, string>();
+  /** Each running group's slot file and the record written there, so a shutdown reads no file. */
+  const slots = new Map<number, { slot: string; record: GroupRecord }>();
   const free: string[] = [];
   let made = 0;
   return {
@@ -87,10 +88,10 @@ export function createCliGroups(dir: string, cluster: string): CliGroups {
       }
       const record: GroupRecord = { pgid, startTime: startTimeOf(pgid), owner, cluster };
       rewriteInPlace(slot, JSON.stringify(record));
-      slots.set(pgid, slot);
+      slots.set(pgid, { slot, record });
     },
     async forget(pgid) {
-      const slot = slots.get(pgid);
+      const slot = slots.get(pgid)?.slot;
       if (slot === undefined) return;
       slots.delete(pgid);
       // Blank, not emptied: emptying a file that holds data costs a write to disk (file-in-place.ts).
@@ -102,9 +103,7 @@ export function createCliGroups(dir: string, cluster: string): CliGroups {
       const killed: number[] = [];
       for (const name of names) {
         const file = join(dir, name);
-        const recorded = await readFile(file, 'utf8')
-          .then((text) => (text.trim() ? (JSON.parse(text) as GroupRecord) : null))
-          .catch(() => null);
+        const recorded = await readRecord(file);
         const writer = recorded?.owner ?? { pid: Number.parseInt(name, 10), startTime: null };
         // A live host's file, even one it is rewriting this instant (which reads as nothing).
         if (processRuns(writer)) continue;
@@ -117,11 +116,8 @@ export function createCliGroups(dir: string, cluster: string): CliGroups {
     },
     async killRunning() {
       const killed: number[] = [];
-      for (const [pgid, slot] of slots) {
-        const recorded = await readFile(slot, 'utf8')
-          .then((text) => JSON.parse(text) as GroupRecord)
-          .catch(() => null);
-        if (recorded?.pgid === pgid && killGroup(recorded)) killed.push(pgid);
+      for (const [pgid, { slot, record }] of slots) {
+        if (killGroup(record)) killed.push(pgid);
         await rm(slot, { force: true });
       }
       for (const slot of free) await rm(slot, { force: true });
@@ -130,6 +126,13 @@ export function createCliGroups(dir: string, cluster: string): CliGroups {
       return killed;
     },
   };
+}
+
+/** A slot file's record; null when it is blank (its CLI ended) or cannot be read. */
+function readRecord(file: string): Promise<GroupRecord | null> {
+  return readFile(file, 'utf8')
+    .then((text) => (text.trim() ? (JSON.parse(text) as GroupRecord) : null))
+    .catch(() => null);
 }
 
 /** SIGKILL to the group `recorded` names, if its leader is still the process recorded; true if sent. */

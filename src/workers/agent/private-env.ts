@@ -58,7 +58,7 @@ export function redisUrlSecrets(url: string | undefined): string[] {
 }
 
 /** True when `name=value` must stay out of a child's environment. */
-export function isPrivateVariable(name: string, value: string): boolean {
+function isPrivateVariable(name: string, value: string): boolean {
   if (PRIVATE_ENV.includes(name)) return true;
   for (const secret of privateValues) {
     if (value === secret) return true;

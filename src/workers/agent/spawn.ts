@@ -2,7 +2,7 @@ import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
 import type { CliGroups } from './cli-groups.js';
 import { originReads, watchOrigin } from './origin-guard.js';
-import { isPrivateVariable } from './private-env.js';
+import { publicEnv } from './private-env.js';
 import { sandboxedCommand } from './sandbox.js';
 
 export interface SpawnInput {
@@ -155,9 +155,10 @@ const ORIGIN_ENV = ['OLDPWD', 'INIT_CWD'];
 
 /**
  * The environment of an agent CLI, an exit criterion or a setup command: flotilla's own minus its
- * secrets and how to reach its Redis (private-env.ts), `PWD` equal to the child's working
- * directory, and nothing else that points at the directory flotilla runs in (a single path equal to it or inside it, such as npm's
- * `npm_config_local_prefix`; lists such as `PATH` stay whole).
+ * secrets and how to reach its Redis (private-env.ts publicEnv), `PWD` equal to the child's
+ * working directory, and nothing else that points at the directory flotilla runs in (a single
+ * path equal to it or inside it, such as npm's `npm_config_local_prefix`; lists such as `PATH`
+ * stay whole).
  */
 export function childEnv(
   extra: Readonly<Record<string, string>> | undefined,
@@ -165,9 +166,8 @@ export function childEnv(
   origin: string = process.cwd(),
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || ORIGIN_ENV.includes(key) || isPrivateVariable(key, value)) continue;
-    if (namesOrigin(value, origin)) continue;
+  for (const [key, value] of Object.entries(publicEnv())) {
+    if (ORIGIN_ENV.includes(key) || namesOrigin(value, origin)) continue;
     env[key] = value;
   }
   return { ...env, ...extra, PWD: cwd };

@@ -29,7 +29,7 @@ export async function claimHostId(home: string, hostId: string, cluster: string)
     return holder !== null && processRuns(holder);
   });
   if (!taken) {
-    const holder = parseHolder((await readFile(file, 'utf8').catch(() => '')) || '');
+    const holder = await holderOf(file);
     const by = holder ? `process ${holder.pid}` : 'another process';
     throw new FlotillaError(
       'host/id-in-use',
@@ -38,10 +38,14 @@ export async function claimHostId(home: string, hostId: string, cluster: string)
   }
   return {
     async release() {
-      const now = parseHolder((await readFile(file, 'utf8').catch(() => '')) || '');
+      const now = await holderOf(file);
       if (now?.pid === me.pid && now.startTime === me.startTime) await unlink(file).catch(() => undefined);
     },
   };
+}
+
+async function holderOf(file: string): Promise<ProcessId | null> {
+  return parseHolder(await readFile(file, 'utf8').catch(() => ''));
 }
 
 function parseHolder(text: string): ProcessId | null {
