@@ -76,7 +76,7 @@ export const knownDependencies: MissionRule = (tasks) => {
       problems.push({
         path: ['tasks', task.index, 'depends_on'],
         at: ['tasks', task.index, 'depends_on', dep.index],
-        message: `unknown task ${quote(dep.id)} (known: ${known})`,
+        message: `unknown task ${quote(dep.id)} (${known})`,
       });
     }
   }
@@ -168,7 +168,8 @@ function idsOf(tasks: readonly RuleTask[]): Set<string> {
 
 /**
  * A long mission would make every message a wall of ids; the first few are enough to spot a typo.
- * The asking task is left out: depending on itself is an error of its own.
+ * The asking task is left out (depending on itself is an error of its own) unless it is the only
+ * task with an id: then it is named, because "none" reads as if the file had no tasks at all.
  */
 function listIds(ids: ReadonlySet<string>, asking: string | undefined): string {
   const limit = 20;
@@ -179,8 +180,9 @@ function listIds(ids: ReadonlySet<string>, asking: string | undefined): string {
     shown.push(id);
   }
   const total = ids.size - (asking !== undefined && ids.has(asking) ? 1 : 0);
-  if (total === 0) return 'none';
-  return total > limit ? `${shown.join(', ')}, … ${total - limit} more` : shown.join(', ');
+  if (total === 0)
+    return asking !== undefined && ids.has(asking) ? `known: ${asking}, this task` : 'no task has an id';
+  return `known: ${total > limit ? `${shown.join(', ')}, … ${total - limit} more` : shown.join(', ')}`;
 }
 
 function duplicateMessage(id: string, firstIndex: number): string {

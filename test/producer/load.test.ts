@@ -295,6 +295,19 @@ describe('problems, one mistake at a time', () => {
         expected: [[14, 'tasks[2].depends_on', "unknown task 'buld' (known: build, test)"]],
       },
       {
+        name: 'unknown dependency of the only task: the task itself is named, not "none"',
+        text: yaml('goal: g', 'tasks:', ...task, '    depends_on: [setup]'),
+        expected: [[6, 'tasks[0].depends_on', "unknown task 'setup' (known: a, this task)"]],
+      },
+      {
+        name: 'unknown dependency where no task has an id',
+        text: yaml('goal: g', 'tasks:', '  - title: A', '    exit_criteria: [x]', '    depends_on: [setup]'),
+        expected: [
+          [3, 'tasks[0].id', 'required (expected a string)'],
+          [5, 'tasks[0].depends_on', "unknown task 'setup' (no task has an id)"],
+        ],
+      },
+      {
         name: 'self-dependency',
         text: yaml('goal: g', 'tasks:', ...task, '    depends_on: [a]'),
         expected: [[6, 'tasks[0].depends_on', "task 'a' depends on itself"]],
