@@ -19,6 +19,8 @@ export interface SimIo {
   uptimeMs(): number;
   /** True when this run should be rate limited; `times` undefined means every run. */
   takeRateLimit(times: number | undefined): Promise<boolean>;
+  /** Writes text to the sim's stdout or stderr, waiting while the reader is behind. */
+  print(stream: 'stdout' | 'stderr', data: string | Uint8Array): Promise<void>;
 }
 
 export interface RunContext {
@@ -128,6 +130,11 @@ export async function executeSteps(steps: readonly Step[], ctx: RunContext, io: 
         }
         break;
       }
+      case 'print': {
+        const printed = await print(io, step.value);
+        did.push(`printed ${printed} to ${step.value.stream}`);
+        break;
+      }
       case 'sleep':
         await io.sleep(step.value);
         did.push(`slept ${step.value}ms`);
@@ -195,6 +202,34 @@ export async function executeSteps(steps: readonly Step[], ctx: RunContext, io: 
     stdoutOnly: last(active, 'stdout_only')?.value ?? false,
     costUsd: last(active, 'cost_usd')?.value,
   };
+}
+
+/** Bytes a `print` of `mb` writes at a time: few large writes keep hundreds of MB quick. */
+const PRINT_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * A `print` step: `times` copies of the text (with `every` between them), or as many copies as
+ * make `mb` megabytes (the last one whole, so a line stays a line), written about a megabyte at a
+ * time.
+ */
+async function print(
+  io: SimIo,
+  value: { text: string; stream: 'stdout' | 'stderr'; times: number; everyMs: number; bytes?: number },
+): Promise<string> {
+  if (value.bytes === undefined) {
+    for (let i = 0; i < value.times; i++) {
+      if (i > 0 && value.everyMs > 0) await io.sleep(value.everyMs);
+      await io.print(value.stream, value.text);
+    }
+    return `${value.times} time(s)`;
+  }
+  const unit = Buffer.byteLength(value.text);
+  const perChunk = Math.max(1, Math.floor(PRINT_CHUNK_BYTES / unit));
+  const chunk = value.text.repeat(perChunk);
+  let copies = Math.ceil(value.bytes / unit);
+  for (; copies >= perChunk; copies -= perChunk) await io.print(value.stream, chunk);
+  if (copies > 0) await io.print(value.stream, value.text.repeat(copies));
+  return `${Math.ceil(value.bytes / unit) * unit} bytes`;
 }
 
 interface Progress {

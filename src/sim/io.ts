@@ -9,7 +9,18 @@ export class SimPathError extends Error {}
 
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
-export function createSimIo(options: { cwd: string; stateDir: string; stateKey: string }): SimIo {
+/** Where `print` writes: the process's own streams, whose `write` says false while the reader is behind. */
+export interface SimOutput {
+  write(chunk: string | Uint8Array): unknown;
+  once?(event: 'drain', listener: () => void): unknown;
+}
+
+export function createSimIo(options: {
+  cwd: string;
+  stateDir: string;
+  stateKey: string;
+  out: { readonly stdout: SimOutput; readonly stderr: SimOutput };
+}): SimIo {
   const { cwd } = options;
   return {
     async writeFile(path, content, append) {
@@ -23,6 +34,10 @@ export function createSimIo(options: { cwd: string; stateDir: string; stateKey: 
     sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
     uptimeMs: () => performance.now(),
     takeRateLimit: (times) => takeRateLimit(options.stateDir, options.stateKey, times),
+    async print(stream, data) {
+      const out = options.out[stream];
+      if (out.write(data) === false && out.once) await new Promise<void>((done) => out.once?.('drain', done));
+    },
   };
 }
 

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseArgs, SIM_VERSION, type SimArgs, USAGE } from './args.js';
 import { executeSteps, type Outcome, type Report } from './execute.js';
-import { createSimIo, resolveInside } from './io.js';
+import { createSimIo, resolveInside, type SimOutput } from './io.js';
 import { type PromptFacts, readPromptFacts } from './prompt.js';
 import { defaultStateDir, rateLimitKey } from './rate-limit-state.js';
 import { formatClaudeJson, formatResult } from './result-file.js';
@@ -15,8 +15,8 @@ export interface SimProcess {
   readonly cwd: string;
   readonly env: NodeJS.ProcessEnv;
   readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
-  readonly stdout: { write(chunk: string): unknown };
-  readonly stderr: { write(chunk: string): unknown };
+  readonly stdout: SimOutput;
+  readonly stderr: SimOutput;
 }
 
 /** An exit code, or `hang` when the block asked the sim to exceed its timeout. */
@@ -68,6 +68,7 @@ export async function runSim(proc: SimProcess): Promise<SimExit> {
     cwd: proc.cwd,
     stateDir: defaultStateDir(proc.env),
     stateKey: rateLimitKey(proc.cwd, args.role, facts.dispatchTaskId ?? facts.task),
+    out: { stdout: proc.stdout, stderr: proc.stderr },
   });
   let outcome: Outcome;
   try {

@@ -15,6 +15,8 @@ export type ResultStatus = (typeof RESULT_STATUSES)[number];
 export const DEFAULT_RATE_LIMIT_MESSAGE = 'Error: 429 rate_limit_error: rate limit exceeded';
 export const DEFAULT_NOT_LOGGED_IN_MESSAGE = 'Invalid API key · Please run /login';
 const DEFAULT_RUN_TIMEOUT_MS = 60_000;
+/** What `print` repeats when the block gives no text: one line of a loud agent's log. */
+export const DEFAULT_PRINT_TEXT = 'flotilla-sim: a line of output from a loud agent, printed on purpose\n';
 
 // Each schema is a builder, run the first time a block uses its step (stepSchema below): building
 // all of them costs a run more than its own steps do, and a benchmark's run has one or two kinds.
@@ -193,6 +195,34 @@ export const STEP_SCHEMAS = {
       ),
   stdout_only: () => z.boolean(),
   cost_usd: () => z.number().min(0),
+  print: () =>
+    z
+      .union([
+        z.string().min(1),
+        z
+          .object({
+            text: z.string().min(1).optional(),
+            mb: z.number().positive().optional(),
+            times: z.number().int().min(1).optional(),
+            every: duration().optional(),
+            stream: z.enum(['stdout', 'stderr']).default('stdout'),
+          })
+          .strict()
+          .refine((value) => value.mb === undefined || value.times === undefined, {
+            message: 'give mb or times, not both',
+          }),
+      ])
+      .transform((value) =>
+        typeof value === 'string'
+          ? { text: value, stream: 'stdout' as const, times: 1, everyMs: 0, bytes: undefined }
+          : {
+              text: value.text ?? DEFAULT_PRINT_TEXT,
+              stream: value.stream,
+              times: value.times ?? 1,
+              everyMs: value.every ?? 0,
+              bytes: value.mb === undefined ? undefined : Math.round(value.mb * 1024 * 1024),
+            },
+      ),
 } as const;
 
 export type StepKind = keyof typeof STEP_SCHEMAS;
@@ -216,6 +246,7 @@ export const STEP_FORMS: Readonly<Record<StepKind, string>> = {
   result: "'Complete', 'Complete with Warnings', 'Failed', or {status?, summary?, exit_code?}",
   stdout_only: 'true or false',
   cost_usd: 'a number of US dollars',
+  print: 'a text, or {text?, mb? | times?, every?, stream?: stdout|stderr}',
 };
 export const STEP_KINDS = Object.keys(STEP_SCHEMAS) as StepKind[];
 type StepValues = { [K in StepKind]: z.output<ReturnType<(typeof STEP_SCHEMAS)[K]>> };

@@ -60,8 +60,12 @@ function fakeIo(fail: readonly string[] = [], uptime = 0) {
   const files = new Map<string, string>();
   const runs: string[][] = [];
   const sleeps: number[] = [];
+  const printed: Array<{ stream: string; data: string }> = [];
   let limited = 0;
   const io: SimIo = {
+    async print(stream, data) {
+      printed.push({ stream, data: Buffer.from(data).toString() });
+    },
     async writeFile(path, content, append) {
       files.set(path, append ? `${files.get(path) ?? ''}${content}` : content);
       return path;
@@ -83,7 +87,7 @@ function fakeIo(fail: readonly string[] = [], uptime = 0) {
       return true;
     },
   };
-  return { io, files, runs, sleeps };
+  return { io, files, runs, sleeps, printed };
 }
 
 const builder = (attempt = 1, extra: Partial<RunContext> = {}): RunContext => ({
@@ -231,6 +235,7 @@ describe('parseSimBlock', () => {
       '- result: Complete with Warnings',
       '- stdout_only: true',
       '- cost_usd: 0.01',
+      '- print: {mb: 2, stream: stderr}',
       '- sleep: 1s',
       '  role: both',
       '  from_attempt: 2',
@@ -255,6 +260,7 @@ describe('parseSimBlock', () => {
       'result',
       'stdout_only',
       'cost_usd',
+      'print',
       'sleep',
     ]);
     expect(parsed[3]).toMatchObject({ value: { argv: ['node'], allowFailure: true, timeoutMs: 2000 } });
@@ -265,7 +271,8 @@ describe('parseSimBlock', () => {
     });
     expect(parsed[12]).toMatchObject({ role: 'reviewer' });
     expect(parsed[13]).toMatchObject({ role: 'reviewer', value: { attempt: 2, score_before: 4 } });
-    expect(parsed[17]).toMatchObject({ role: 'both', fromAttempt: 2, beforeAttempt: 4, value: 1000 });
+    expect(parsed[17]).toMatchObject({ value: { stream: 'stderr', bytes: 2 * 1024 * 1024 } });
+    expect(parsed[18]).toMatchObject({ role: 'both', fromAttempt: 2, beforeAttempt: 4, value: 1000 });
   });
 
   it('treats an empty block as no steps', () => {
@@ -277,6 +284,7 @@ describe('parseSimBlock', () => {
     ['- write: {path: a}\n  sleep: 1s', /one step per list item/],
     ['- run: ls', /step 1 \(run\): expected an argument list/],
     ['- sleep: soon', /expected a duration/],
+    ['- print: {mb: 1, times: 2}', /mb or times, not both/],
     ['- review: {score: 11}', /score/],
     ['- write: {content: x}', /path/],
     ['- sleep: 1s\n  rate_limit_times: 2', /rate_limit_times belongs to a rate_limit step/],
@@ -337,6 +345,20 @@ describe('executeSteps', () => {
     const fake = fakeIo();
     await executeSteps(steps('- sleep: 2s'), builder(), fake.io);
     expect(fake.sleeps).toEqual([2000]);
+  });
+
+  it('prints a text a number of times, with a pause between, or up to a size in megabyte chunks', async () => {
+    const slow = fakeIo();
+    await executeSteps(steps('- print: {text: "tick\\n", times: 3, every: 100ms}'), builder(), slow.io);
+    expect(slow.printed).toEqual([1, 2, 3].map(() => ({ stream: 'stdout', data: 'tick\n' })));
+    expect(slow.sleeps).toEqual([100, 100]);
+    const loud = fakeIo();
+    await executeSteps(steps('- print: {text: "0123456789", mb: 2.5, stream: stderr}'), builder(), loud.io);
+    const bytes = loud.printed.reduce((sum, write) => sum + write.data.length, 0);
+    expect(bytes).toBe(Math.ceil((2.5 * 1024 * 1024) / 10) * 10);
+    expect(loud.printed.length).toBe(3);
+    expect(loud.printed.every((write) => write.data.startsWith('0123456789'))).toBe(true);
+    expect(new Set(loud.printed.map((write) => write.stream))).toEqual(new Set(['stderr']));
   });
 
   it('sleeps until a time after its own start, counting the start-up already spent', async () => {
@@ -766,6 +788,18 @@ describe.concurrent('flotilla-sim as a process', () => {
     expect(line).toMatchObject({ type: 'result', total_cost_usd: 0.03, is_error: false });
     expect(line.result).toMatch(/\*\*Status\*\*: Complete/);
     expect(existsSync(join(cwd, '.planning/dispatch/t1-a1-RESULT.md'))).toBe(false);
+  });
+
+  it('prints megabytes of noise before its JSON result line', async () => {
+    const cwd = await freshWorktree();
+    const block = '- print: {text: "abcdefghi\\n", mb: 3}\n- print: {mb: 1, stream: stderr}';
+    const out = await runCli(['--output-format', 'json', '--prompt', prompt(sim(block))], { cwd });
+    expect(out.code).toBe(0);
+    const lines = out.stdout.trimEnd().split('\n');
+    expect(JSON.parse(lines.at(-1) ?? '')).toMatchObject({ type: 'result', is_error: false });
+    expect(lines.length - 1).toBe(Math.ceil((3 * 1024 * 1024) / 10));
+    expect(new Set(lines.slice(0, -1))).toEqual(new Set(['abcdefghi']));
+    expect(out.stderr.length).toBeGreaterThanOrEqual(1024 * 1024);
   });
 
   it('prints the result on stdout with stdout_only', async () => {
