@@ -3,17 +3,24 @@ export class Semaphore {
   private available: number;
   private readonly waiters: Array<() => void> = [];
 
-  constructor(readonly size: number) {
+  /** `onChange` runs after every take and give-back: a host re-plans what it fetches from it. */
+  constructor(
+    readonly size: number,
+    private readonly onChange: () => void = () => {},
+  ) {
     this.available = size;
+  }
+
+  /** Slots free now. */
+  get free(): number {
+    return this.available;
   }
 
   async acquire(signal?: AbortSignal): Promise<() => void> {
     // An abort that came before the wait began fires no event: without this, the wait never ends.
     if (signal?.aborted) throw signal.reason ?? new Error('aborted');
-    if (this.available > 0) {
-      this.available--;
-      return this.releaser();
-    }
+    const now = this.tryAcquire();
+    if (now) return now;
     await new Promise<void>((resolve, reject) => {
       const waiter = () => {
         signal?.removeEventListener('abort', onAbort);
@@ -30,6 +37,14 @@ export class Semaphore {
     return this.releaser();
   }
 
+  /** A slot now, or null when none is free: never waits. */
+  tryAcquire(): (() => void) | null {
+    if (this.available === 0) return null;
+    this.available--;
+    this.onChange();
+    return this.releaser();
+  }
+
   private releaser(): () => void {
     let released = false;
     return () => {
@@ -38,6 +53,7 @@ export class Semaphore {
       const next = this.waiters.shift();
       if (next) next();
       else this.available++;
+      this.onChange();
     };
   }
 }

@@ -64,12 +64,15 @@ export interface RoutableHost {
   readonly hostId: string;
   readonly internal: HostInfo['internal'];
   readonly clis: HostInfo['clis'];
+  /** Slots not running a job at its last heartbeat: a hint, as old as the heartbeat. */
+  readonly freeSlots: number;
 }
 
 export function routableHosts(hosts: readonly HostInfo[], now = Date.now()): RoutableHost[] {
   return hosts.map((host) => ({
     hostId: host.hostId,
     internal: host.internal,
+    freeSlots: Math.max(0, host.slots - host.running),
     clis: host.clis.filter(
       (c) =>
         !host.disabled.some((d) => d.cli === c.cli) &&

@@ -161,7 +161,21 @@ export async function startHost(options: HostOptions): Promise<Host> {
   const disabled = new Map<string, string>();
   const coolingUntil = new Map<string, number>();
   const startedAt = new Date().toISOString();
-  const { workers, active, serve, hold } = createPools({ redis, config, telemetry, logger });
+  // The slots are made before the pools that plan from them; each take and give-back replans.
+  let replan = () => {};
+  const hostSlots = new Semaphore(slots, () => replan());
+  const cliSlots = new Map(
+    clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots, () => replan())]),
+  );
+  const pools = createPools({
+    redis,
+    config,
+    telemetry,
+    logger,
+    capacity: () => ({ hostSlots, cliSlots, clisFor: clisServing }),
+  });
+  const { workers, active, serve, hold } = pools;
+  replan = pools.replan;
 
   const info = (): HostInfo => ({
     hostId,
@@ -219,10 +233,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     queues,
     clis,
     internalCli,
-    slots: new Semaphore(slots),
-    cliSlots: new Map(
-      clis.map((c) => [c.adapter.cli, new Semaphore(c.adapter.config.max_concurrent ?? slots)]),
-    ),
+    slots: hostSlots,
+    cliSlots,
     cacheDir: join(config.home, 'repos'),
     cliGroups,
     workRoot: join(config.home, 'work', hostId),
@@ -244,27 +256,41 @@ export async function startHost(options: HostOptions): Promise<Host> {
     const caps = new Set(usable.flatMap((c) => c.adapter.config.capabilities));
     return [...caps];
   };
+  /** The CLIs that can run a dispatch queue's jobs here: not disabled, offering its capability. */
+  function clisServing(queue: string): string[] {
+    if (queue === QUEUES.internal) return internalCli && !disabled.has(internalCli) ? [internalCli] : [];
+    return clis
+      .filter((c) => !disabled.has(c.adapter.cli))
+      .filter((c) => c.adapter.config.capabilities.some((cap) => dispatchQueue(cap) === queue))
+      .map((c) => c.adapter.cli);
+  }
   const runProcessor: Processor = (job, token, signal) => runAttempt(ctx, job, token, signal);
+  // Dispatch queues are fetched on demand: a job only when a slot of a CLI that can run it is free.
   async function reconcileDispatchWorkers() {
     const wanted = new Set(servedCapabilities().map(dispatchQueue));
     if (internalCli && !disabled.has(internalCli)) wanted.add(QUEUES.internal);
-    for (const queue of wanted) serve(queue, runProcessor, slots);
-    for (const [queue, worker] of workers) {
+    for (const queue of wanted) serve(queue, runProcessor, { onDemand: true });
+    for (const queue of [...workers.keys()]) {
       if (queue.startsWith('dispatch.') && !wanted.has(queue)) {
-        workers.delete(queue);
-        void worker.close();
+        pools.unserve(queue);
         logger.info(`no longer serving ${queue}`);
       }
     }
+    pools.replan();
   }
 
   await reconcileDispatchWorkers();
-  serve(QUEUES.verify, (job, _token, signal) => verifyAttempt(ctx, job, signal), slots);
-  serve(QUEUES.critic, (job, token, signal) => reviewAttempt(ctx, job, token, signal), slots);
+  serve(QUEUES.verify, (job, _token, signal) => verifyAttempt(ctx, job, signal), { concurrency: slots });
+  // Most critic jobs pass straight through (no critic, or verify failed), so the queue is not
+  // planned from the slots; a review that finds none free is handed to a host with one (critic/).
+  serve(QUEUES.critic, (job, token, signal) => reviewAttempt(ctx, job, token, signal), {
+    concurrency: slots,
+    takesSlots: true,
+  });
   serve(
     QUEUES.mission,
     (job, token) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job, token)),
-    Math.max(2, slots),
+    { concurrency: Math.max(2, slots) },
   );
   // A gate job out of tries settles its task as failed, so its mission goes on (gate/job-failed.ts).
   workers.get(QUEUES.mission)?.on('failed', (job) => {

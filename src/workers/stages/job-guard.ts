@@ -1,4 +1,4 @@
-import { DelayedError, type Job } from 'bullmq';
+import { DelayedError, type Job, WaitingError } from 'bullmq';
 import { type AttemptRef, attemptJobId, finalizeJobId, JOBS } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { verifyPayload } from '../../shared/signing.js';
@@ -39,4 +39,21 @@ function expectedJobId(job: Job): string | undefined {
 export async function giveBack(job: Job, token: string | undefined, delayMs: number): Promise<never> {
   await job.moveToDelayed(Date.now() + delayMs, token);
   throw new DelayedError();
+}
+
+/**
+ * Hands a job this host cannot start now straight back to its queue, in its place (the front of
+ * its priority), for another host: no attempt spent, no delay. BullMQ's move back to the
+ * prioritized set adds no marker, so a host blocked waiting on the queue would not see the job
+ * until its block timed out; the marker is added here, as BullMQ adds it for a new job.
+ */
+export async function handBack(
+  ctx: Pick<HostContext, 'queues'>,
+  job: Job,
+  token: string | undefined,
+): Promise<never> {
+  await job.moveToWait(token);
+  const queue = ctx.queues.get(job.queueName);
+  await ctx.queues.connection.zadd(queue.toKey('marker'), 0, '0');
+  throw new WaitingError();
 }

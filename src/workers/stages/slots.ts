@@ -22,3 +22,23 @@ export async function acquireSlots(
     releaseHost();
   };
 }
+
+/**
+ * A host slot and the CLI's slot now, or null when either is taken: a host fetches a job only when
+ * it can start it (host/fetch-plan.ts), and a job that finds its slot gone meanwhile goes back to
+ * its queue for another host instead of waiting here.
+ */
+export function takeSlots(ctx: Pick<HostContext, 'slots' | 'cliSlots'>, cli: string): (() => void) | null {
+  const releaseHost = ctx.slots.tryAcquire();
+  if (!releaseHost) return null;
+  const cliSlots = ctx.cliSlots.get(cli);
+  const releaseCli = cliSlots ? cliSlots.tryAcquire() : () => {};
+  if (!releaseCli) {
+    releaseHost();
+    return null;
+  }
+  return () => {
+    releaseCli();
+    releaseHost();
+  };
+}

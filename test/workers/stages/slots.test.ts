@@ -6,7 +6,7 @@ import { silentLogger } from '../../../src/shared/logger.js';
 import { Semaphore } from '../../../src/shared/semaphore.js';
 import type { HostContext } from '../../../src/workers/stages/context.js';
 import { reviewAttempt } from '../../../src/workers/stages/critic/processor.js';
-import { acquireSlots } from '../../../src/workers/stages/slots.js';
+import { acquireSlots, takeSlots } from '../../../src/workers/stages/slots.js';
 import { adapter, missionSpec } from '../../helpers/factories.js';
 
 /** Whether a semaphore hands out a slot within a short wait (a leaked slot never comes back). */
@@ -56,6 +56,8 @@ function reviewContext(reviewerSlots: number): { ctx: HostContext; marks: string
   const marks: string[] = [];
   const store = {
     isCancelled: async () => false,
+    // No other host: a review with no free slot waits for one here.
+    liveHosts: async () => [],
     mark: async (_id: string, _task: string, _attempt: number, status: string) => {
       marks.push(status);
       return true;
@@ -137,5 +139,37 @@ describe('Semaphore', () => {
     await expect(semaphore.acquire(AbortSignal.abort('gone'))).rejects.toBe('gone');
     hold();
     expect(await hasFreeSlot(semaphore)).toBe(true);
+  });
+
+  it('takes a slot now or says none is free, and tells its listener of each take and give-back', () => {
+    const changes: number[] = [];
+    const semaphore: Semaphore = new Semaphore(1, () => changes.push(semaphore.free));
+    const hold = semaphore.tryAcquire();
+    expect(hold).not.toBeNull();
+    expect(semaphore.tryAcquire()).toBeNull();
+    hold?.();
+    hold?.();
+    expect(changes).toEqual([0, 1]);
+  });
+});
+
+describe('takeSlots', () => {
+  it('takes the host slot and the CLI slot together, or neither', () => {
+    const ctx = { slots: new Semaphore(2), cliSlots: new Map([['builder', new Semaphore(1)]]) };
+    const first = takeSlots(ctx, 'builder');
+    expect(first).not.toBeNull();
+    // The CLI's one slot is taken: the host slot the second try took is given back at once.
+    expect(takeSlots(ctx, 'builder')).toBeNull();
+    expect(ctx.slots.free).toBe(1);
+    first?.();
+    expect([ctx.slots.free, ctx.cliSlots.get('builder')?.free]).toEqual([2, 1]);
+  });
+
+  it('takes nothing when the host has no slot free', () => {
+    const ctx = { slots: new Semaphore(1), cliSlots: new Map([['builder', new Semaphore(1)]]) };
+    const hold = ctx.slots.tryAcquire();
+    expect(takeSlots(ctx, 'builder')).toBeNull();
+    expect(ctx.cliSlots.get('builder')?.free).toBe(1);
+    hold?.();
   });
 });

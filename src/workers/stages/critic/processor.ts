@@ -12,10 +12,10 @@ import { attemptKey, leaseAtCommit } from '../../workspace/stage-checkout.js';
 import { invokeOnHost, recordOrigin } from '../agent-run.js';
 import { announceUnparked, poolPlace } from '../checkout.js';
 import { type HostContext, missionRecord, usableClis } from '../context.js';
-import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
+import { assertSigned, giveBack, handBack, MISSION_CANCELLED } from '../job-guard.js';
 import { enterStage, recordStage } from '../record.js';
 import { applyReply, decideReply, otherCliCanServe, RATE_LIMIT_GIVE_BACK_MS } from '../reply.js';
-import { acquireSlots } from '../slots.js';
+import { acquireSlots, takeSlots } from '../slots.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import { buildReviewPrompt } from './review-prompt.js';
 import { parseVerdict } from './verdict.js';
@@ -28,6 +28,21 @@ import { parseVerdict } from './verdict.js';
  */
 const MAX_HANDBACKS = 40;
 const HANDBACK_DELAY_MS = 500;
+
+/**
+ * Whether another live host, by its last heartbeat, has a free slot and a reviewer other than the
+ * builder. Heartbeats lag, so the hand-backs this allows are counted (MAX_HANDBACKS) and a job
+ * that has bounced that often waits for a slot where it is.
+ */
+async function reviewerRoomElsewhere(ctx: HostContext, builder: string, jobId: string): Promise<boolean> {
+  const room = (await ctx.store.liveHosts()).some(
+    (h) =>
+      h.hostId !== ctx.hostId &&
+      h.freeSlots > 0 &&
+      h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
+  );
+  return room && (await ctx.store.countHandback(jobId)) <= MAX_HANDBACKS;
+}
 
 /**
  * The critic: a reviewer on a CLI other than the builder's whenever the cluster has one. Every
@@ -77,7 +92,12 @@ export async function reviewAttempt(
   if (!adapter) return { verify, ran: false, error: 'no CLI on this host can review' };
 
   // Reviews count against the host's slots and the reviewer CLI's own max_concurrent, like runs.
-  const release = await acquireSlots(ctx, adapter.cli, signal);
+  // None free: a host with room for a reviewer takes the review now; with none, it waits here.
+  let release = takeSlots(ctx, adapter.cli);
+  if (!release) {
+    if (await reviewerRoomElsewhere(ctx, builder, job.id ?? '')) return handBack(ctx, job, token);
+    release = await acquireSlots(ctx, adapter.cli, signal);
+  }
   let lease: CheckoutLease | undefined;
   try {
     const cache = await openRepoCache({ repo: meta.repo, cacheDir: ctx.cacheDir });

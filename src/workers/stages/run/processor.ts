@@ -11,11 +11,11 @@ import { attemptKey } from '../../workspace/stage-checkout.js';
 import { invokeOnHost, recordOrigin } from '../agent-run.js';
 import { runSetup } from '../checkout.js';
 import { type HostCli, type HostContext, missionRecord } from '../context.js';
-import { assertSigned, giveBack, MISSION_CANCELLED } from '../job-guard.js';
+import { assertSigned, giveBack, handBack, MISSION_CANCELLED } from '../job-guard.js';
 import { assertLockHeld } from '../lock-fence.js';
 import { recordStage } from '../record.js';
 import { applyReply, decideReply, NO_CLI_GIVE_BACK_MS, otherCliCanServe } from '../reply.js';
-import { acquireSlots } from '../slots.js';
+import { takeSlots } from '../slots.js';
 import { checkpointIntervalMs, mayHaveCheckpoint } from './checkpoint-plan.js';
 import { dropCheckpoint, startCheckpoints, type WipState } from './checkpoints.js';
 import { chooseCli } from './choose-cli.js';
@@ -60,7 +60,9 @@ export async function runAttempt(
   // Pinned to a CLI this host lacks, or all of its CLIs for the queue are cooling down.
   if (!chosen) return giveBack(job, token, NO_CLI_GIVE_BACK_MS);
 
-  const release = await acquireSlots(ctx, chosen.adapter.cli, signal);
+  const release = takeSlots(ctx, chosen.adapter.cli);
+  // Fetched for a slot another job took a moment before: another host may have one now.
+  if (!release) return handBack(ctx, job, token);
   let lease: CheckoutLease | undefined;
   // Set once the work is pushed: the checkout is then parked for this attempt's verify on this host.
   let parkAt: string | undefined;
