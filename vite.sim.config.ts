@@ -5,7 +5,7 @@ import { defineConfig } from 'vite';
 // runner loads this file in memory, where the default loader writes a copy into node_modules).
 // The demo, tests and benchmarks start the sim thousands of times, and Node 20 loading yaml and
 // zod from their ~180 files cost a run more than everything else it does (docs/BENCHMARKS.md,
-// "Fixes the benchmarks led to"). The code is dist/sim's, unchanged; src/sim/run.ts's lazy import
+// "The stand-in agent's start-up"). The code is dist/sim's, unchanged; src/sim/run.ts's lazy import
 // of steps.js stays a chunk of its own, so `--version` still loads neither yaml nor zod.
 export default defineConfig({
   publicDir: false,

@@ -1,7 +1,7 @@
 /**
- * The mission page's cost at 30, 300 and 10,000 tasks (docs/BENCHMARKS.md §6). Each mission is
- * written into mission state mid-run by bench/lib/seed-mission.js (no host runs anything), four
- * hosts are published, and a board serves it on loopback. Measured, per size:
+ * The mission page's cost at 30, 300 and 10,000 tasks (docs/BENCHMARKS.md, "The mission page").
+ * Each mission is written into mission state mid-run by bench/lib/seed-mission.js (no host runs
+ * anything), four hosts are published, and a board serves it on loopback. Measured, per size:
  *
  * - the store reads behind the page: the status object (`store.status`, what the page read before),
  *   the whole audit trail (also read before), the board's reader cold (spec parsed) and warm

@@ -5,9 +5,9 @@ import { closeSync, constants, ftruncateSync, openSync, writeSync } from 'node:f
  * start, then the file cut to the text's length, which is never nothing. A file holding data that
  * is emptied and written again (what `writeFileSync` does) is written out to disk by ext4 when it
  * is closed, its guard for editors that rewrite files that way (`auto_da_alloc`): 0.3–0.6 ms a
- * call on a busy machine against 0.02–0.1 in place, on the host's main thread (docs/BENCHMARKS.md
- * §23). A process killed meanwhile leaves the old text, or the new one followed by the old one's
- * tail, which a reader of JSON refuses; a power loss may leave anything, as the other way.
+ * call on a busy machine against 0.02–0.1 in place, on the host's main thread (docs/BENCHMARKS.md,
+ * "File calls"). A process killed meanwhile leaves the old text, or the new one followed by the
+ * old one's tail, which a reader of JSON refuses; a power loss may leave anything, as the other way.
  */
 export function rewriteInPlace(path: string, text: string): void {
   const bytes = Buffer.from(text.length > 0 ? text : ' ');

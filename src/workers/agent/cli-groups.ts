@@ -68,8 +68,8 @@ export function processRuns(id: ProcessId): boolean {
 /**
  * The host's records are slot files named `<host pid>-<token>-<n>`, one per CLI running at once,
  * each rewritten in place (blanked when its CLI ends): a new file for every CLI run cost the host
- * a new inode twice a task, the dearest file call on a busy machine (docs/BENCHMARKS.md §22). The
- * pid and a token per host in the name keep two hosts from writing one file.
+ * a new inode twice a task, the dearest file call on a busy machine (docs/BENCHMARKS.md, "File
+ * calls"). The pid and a token per host in the name keep two hosts from writing one file.
  */
 export function createCliGroups(dir: string, cluster: string): CliGroups {
   const owner = thisProcess();

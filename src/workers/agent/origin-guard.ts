@@ -185,8 +185,8 @@ async function trackedAmong(root: string, paths: readonly string[]): Promise<Set
  * Above this index size (about 10,000 files) the guard walks the repository only with a monitor.
  * Without one it looks where this run's own files would land, which is what proves an escape: a
  * walk there would cost each attempt seconds of git on an 80,000-file tree, the user's own repository
- * being the usual place flotilla is started from (docs/BENCHMARKS.md §15). Someone else's edits
- * elsewhere in it then go unreported (the `origin-changed` warning).
+ * being the usual place flotilla is started from (docs/BENCHMARKS.md, "The origin guard"). Someone
+ * else's edits elsewhere in it then go unreported (the `origin-changed` warning).
  */
 export const WALKED_INDEX_BYTES = 1024 * 1024;
 

@@ -21,14 +21,14 @@ export type ReadOriginStatus = (root: string) => Promise<OriginStatus | null>;
 /**
  * The statuses a process's runs share, per repository top. On the 80,000-file kernel tree a status
  * takes 0.15–0.2 s on an idle machine and several times that beside four running tasks
- * (docs/BENCHMARKS.md §8, §13), and a host's slots would each take two per run. A `before` joins any
- * status still in flight, or takes the last one when it finished within `BEFORE_REUSE_MS`: the CLI
- * has not started, so whatever it lists is the state before the run. An edit someone made in that
- * moment then counts as made during the run, which costs no more than the `origin-changed` warning
- * such an edit during the run gives anyway: an escape is proved only by the attempt's own files,
- * which do not exist before its run (origin-verdict.ts). An `after` must not see the tree as it
- * was before the CLI exited, so it joins only a status that started after that exit (`since`, a
- * `mark()` taken when the exit was seen) and starts its own otherwise.
+ * (docs/BENCHMARKS.md, "The origin guard"), and a host's slots would each take two per run. A
+ * `before` joins any status still in flight, or takes the last one when it finished within
+ * `BEFORE_REUSE_MS`: the CLI has not started, so whatever it lists is the state before the run.
+ * An edit someone made in that moment then counts as made during the run, which costs no more than
+ * the `origin-changed` warning such an edit during the run gives anyway: an escape is proved only
+ * by the attempt's own files, which do not exist before its run (origin-verdict.ts). An `after`
+ * must not see the tree as it was before the CLI exited, so it joins only a status that started
+ * after that exit (`since`, a `mark()` taken when the exit was seen) and starts its own otherwise.
  */
 export interface OriginStatusReads {
   before(root: string): Promise<OriginStatus | null>;

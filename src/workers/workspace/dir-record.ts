@@ -29,7 +29,7 @@ import { keptMatcher, MONITORED_PATHS_LIMIT } from './monitored-paths.js';
  * files (git reads each folder's entries against the ignore rules), what it costs with the folders
  * (one `lstat` each in Node, ~5 µs, and a second `git status` and a `diff-index`): measured even
  * at 26,000 files in 2,600 folders, 12–14 % less CPU per task at 78,635 files in 5,096 folders
- * (the kernel tree; docs/BENCHMARKS.md §16).
+ * (the kernel tree; docs/BENCHMARKS.md, "One task's workspace work").
  */
 export const SCANNED_TREE_FILES = 50_000;
 

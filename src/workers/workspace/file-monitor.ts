@@ -33,7 +33,8 @@ export function monitorKind(env: Readonly<Record<string, string | undefined>> = 
 /**
  * Below this many files and folders a tree is left to the walks under `auto`: git's walk of a small
  * tree costs a few milliseconds, less than the extra git processes of a reset by changed paths
- * (docs/BENCHMARKS.md §18). About where the origin guard stops walking too (WALKED_INDEX_BYTES).
+ * (docs/BENCHMARKS.md, "The host's own watches"). About where the origin guard stops walking too
+ * (WALKED_INDEX_BYTES).
  */
 export const AUTO_MIN_ENTRIES = 10_000;
 

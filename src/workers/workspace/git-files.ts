@@ -1,9 +1,10 @@
 /**
  * The gate's merge commit written in-process as a loose object, byte for byte what `git
  * commit-tree` writes, where the repository asks for nothing more than a plain object: a few file
- * writes against a process (docs/BENCHMARKS.md §18). Whenever it asks for more (signed commits,
- * shared permissions, SHA-256 objects, fsync settings, dates from the environment), the caller runs
- * git as before. A crash half-way leaves at most a temporary file git's own prune removes.
+ * writes against a process (docs/BENCHMARKS.md, "In-process git: what it buys"). Whenever it asks
+ * for more (signed commits, shared permissions, SHA-256 objects, fsync settings, dates from the
+ * environment), the caller runs git as before. A crash half-way leaves at most a temporary file
+ * git's own prune removes.
  */
 import { createHash } from 'node:crypto';
 import {

@@ -293,7 +293,8 @@ export function literalPathspec(path: string): string {
 /**
  * For a git command given a few paths: no preload of the index (threads that lstat every entry
  * the paths match, started on every call). On the kernel tree's 78,000 entries they cost a
- * `restore` of two paths 9 ms of its ~27 and a `status` ~3 ms, for nothing (docs/BENCHMARKS.md §24).
+ * `restore` of two paths 9 ms of its ~27 and a `status` ~3 ms, for nothing (docs/BENCHMARKS.md,
+ * "Warm checkouts on a large tree").
  */
 export const FEW_PATHS = ['-c', 'core.preloadIndex=false'] as const;
 

@@ -1,14 +1,14 @@
 /**
  * The checkout's index moved to the attempt's commit in-process, as `git update-index --add
- * --remove --replace` of the changed paths writes it: a process fewer a task (docs/BENCHMARKS.md
- * §20, §24). The index (git's `Documentation/gitformat-index.txt`, versions 2 and 3; its bytes in
- * index-format.ts) is read whole, the changed paths' entries replaced, added or removed with the
- * file's stat data and the object id the commit holds, the cache tree invalidated along them as
- * git does, and the file written whole into `index.lock` and renamed into place, git's protocol,
- * so a git that reads or writes the index at the same time sees the old file or the new one. A
- * split index (a large tree's warm checkout keeps one) is moved in its small file over the shared
- * one, read once and kept (split-index.ts). Whenever the index is anything else (version 4, a
- * sparse index, an unmerged, assume-unchanged or skip-worktree entry at a changed path, a lock
+ * --remove --replace` of the changed paths writes it: a process fewer a task (docs/BENCHMARKS.md,
+ * "The index moved in-process"). The index (git's `Documentation/gitformat-index.txt`, versions 2
+ * and 3; its bytes in index-format.ts) is read whole, the changed paths' entries replaced, added or
+ * removed with the file's stat data and the object id the commit holds, the cache tree invalidated
+ * along them as git does, and the file written whole into `index.lock` and renamed into place,
+ * git's protocol, so a git that reads or writes the index at the same time sees the old file or the
+ * new one. A split index (a large tree's warm checkout keeps one) is moved in its small file over
+ * the shared one, read once and kept (split-index.ts). Whenever the index is anything else (version
+ * 4, a sparse index, an unmerged, assume-unchanged or skip-worktree entry at a changed path, a lock
  * held, more than IN_PROCESS_MAX_BYTES) or the repository matches or keeps modes otherwise
  * (core.ignoreCase, core.fileMode or core.symlinks off), the caller runs `git update-index`.
  * Synchronous file calls, as in the rest of the in-process git plumbing (docs/ARCHITECTURE.md,
@@ -178,8 +178,9 @@ export function updatedIndex(
  * but the in-process update reads, hashes and writes the whole file on the host's main thread,
  * 20–30 ms of it synchronous on the kernel tree's 8 MB, while git's runs beside it. Below the
  * bound it saves a process (its fork from the host and 10–15 ms of CPU); about 12,000 entries,
- * near where the host's own watches begin (AUTO_MIN_ENTRIES). docs/BENCHMARKS.md §20. For a split
- * index the bound is on the checkout's own small file: the shared one is read once and kept.
+ * near where the host's own watches begin (AUTO_MIN_ENTRIES). docs/BENCHMARKS.md, "The index moved
+ * in-process". For a split index the bound is on the checkout's own small file: the shared one is
+ * read once and kept.
  */
 export const IN_PROCESS_MAX_BYTES = 1024 * 1024;
 

@@ -3,8 +3,8 @@
  * inotify watch per folder of a watched tree, through node's `fs.watch` (libuv keeps one inotify
  * instance for the process), and each change the kernel reports kept by path. No daemon and no
  * crawl of files: watching a tree lists its folders once, and a change costs a map entry. On the
- * 2-core benchmark machine Watchman 4.9 spent more CPU than the walks it saved (docs/BENCHMARKS.md
- * §14, §15, §18).
+ * 2-core benchmark machine Watchman 4.9 spent more CPU than the walks it saved (docs/BENCHMARKS.md,
+ * "Watchman", "The host's own watches").
  *
  * Whenever it may have missed something, it says so (null), and callers walk:
  * - every answer first waits for a cookie file written after the question: inotify delivers one

@@ -12,7 +12,8 @@ import { type PackObject, writePack } from './pack-files.js';
 
 /**
  * From this many objects a pack: a pack and its index are two new files against one a loose
- * object, and a new file is the dearest file call on a busy host (docs/BENCHMARKS.md §22).
+ * object, and a new file is the dearest file call on a busy host (docs/BENCHMARKS.md,
+ * "File calls").
  */
 const PACK_FROM = 3;
 

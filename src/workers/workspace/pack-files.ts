@@ -1,7 +1,8 @@
 /**
  * git's pack files, written and read in-process. An attempt's commit writes ten or so objects (the
  * work's blobs, a tree per folder along each changed path, two commits); as loose objects that is a
- * new file each, and a new file is the dearest file call on a busy host (docs/BENCHMARKS.md §22).
+ * new file each, and a new file is the dearest file call on a busy host (docs/BENCHMARKS.md,
+ * "File calls").
  * Written together they make one pack and its index: two files whatever the count.
  *
  * The packs written here hold every object whole (no deltas) and are named by their checksum, as

@@ -7,7 +7,7 @@
  *
  * Opt-in (`FLOTILLA_WATCHMAN=on`, or a socket path): on the 2-core benchmark machine it cuts a
  * task's git time on an 80,000-file tree 4–5× but not its wall time: Watchman 4.9 holds answers
- * for seconds while it crawls (docs/BENCHMARKS.md §14, §15).
+ * for seconds while it crawls (docs/BENCHMARKS.md, "Watchman").
  * Whenever it cannot answer (restarted, recrawled, out of inotify watches, slow) every caller
  * walks the tree, as without it.
  */
@@ -18,7 +18,7 @@ import type { FileMonitor, MonitoredChange, MonitoredChanges } from './monitor-c
 /**
  * How long one answer may take: a query waits for Watchman to have seen every earlier change.
  * Short, because the walk it saves costs well under a second even on a kernel tree: Watchman 4.9
- * held answers for seconds while it crawled another new checkout (docs/BENCHMARKS.md §15).
+ * held answers for seconds while it crawled another new checkout (docs/BENCHMARKS.md, "Watchman").
  */
 const ANSWER_MS = 2_000;
 
@@ -145,7 +145,7 @@ export class WatchmanMonitor implements FileMonitor {
    * at one too few. `settle` (a new checkout) waits for Watchman's first crawl of it instead,
    * which would otherwise hold up the first query later. Not the `clock` command: Watchman 4.9
    * held a `clock` for a checkout just reset for seconds on a busy host, while queries of the
-   * same checkout answered in milliseconds (docs/BENCHMARKS.md §15).
+   * same checkout answered in milliseconds (docs/BENCHMARKS.md, "Watchman").
    */
   async clock(dir: string, options: { readonly settle?: boolean } = {}): Promise<string | null> {
     const settle = options.settle ?? false;
