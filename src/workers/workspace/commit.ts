@@ -20,6 +20,7 @@ import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { looseReader, treeEntriesAt } from './loose-trees.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { type PathRefusal, pathRefusal } from './verify-path.js';
 
 export function isDispatchPath(path: string): boolean {
   return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);
@@ -54,6 +55,17 @@ export interface CommitAttemptResult {
   /** True when the work commit changes anything. */
   readonly changed: boolean;
   readonly ref: string;
+  /**
+   * Paths the checkout holds that git refuses (verify-path.ts: `.GIT/…`, `git~1`, `..`, a
+   * `.gitmodules` link): left out of both commits and the index, so no ref names them; sorted.
+   */
+  readonly refused: readonly RefusedPath[];
+}
+
+/** A path the attempt left that git would not take, and the check of git's that refuses it. */
+export interface RefusedPath {
+  readonly path: string;
+  readonly refusal: PathRefusal;
 }
 
 /**
@@ -90,6 +102,12 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
     work = withModes(work, modes, rules);
     dispatch = withModes(dispatch, modes, rules);
   }
+  // The one gate every committed path passes, whichever writer (in-process or fast-import, then
+  // a push) publishes it: fast-import and the index writers take any name they are given.
+  const refused: RefusedPath[] = [];
+  work = withoutRefused(work, refused);
+  dispatch = withoutRefused(dispatch, refused);
+  refused.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const cleaned = await cleanedByGit(dir, rules, [...work.entries, ...dispatch.entries]);
   if (cleaned) {
     work = withContents(work, cleaned);
@@ -153,7 +171,28 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const changed = agentCommitted ? await treesDiffer(dir, base, workCommit) : work.entries.length > 0;
   // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
   if (!published) await pushRef({ dir, ref: options.ref, commit });
-  return { commit, workCommit, changed, ref: options.ref };
+  return { commit, workCommit, changed, ref: options.ref, refused };
+}
+
+/**
+ * `read` without the files git refuses (their deletions stay: removing a name is never refused),
+ * each refused one added to `refused`.
+ */
+function withoutRefused(read: ReadEntries, refused: RefusedPath[]): ReadEntries {
+  const out = new Set<string>();
+  for (const entry of read.entries) {
+    if (!('content' in entry)) continue;
+    const refusal = pathRefusal(entry.path, entry.mode);
+    if (refusal) {
+      out.add(entry.path);
+      refused.push({ path: entry.path, refusal });
+    }
+  }
+  if (out.size === 0) return read;
+  return {
+    entries: read.entries.filter((entry) => !out.has(entry.path)),
+    index: read.index.filter((changed) => !out.has(changed.path)),
+  };
 }
 
 /**

@@ -15,6 +15,7 @@ import { contentMayConvert } from './content-filters.js';
 import { cachedWriteRules, lstatOrNull } from './git-files.js';
 import { type CommittedPath, indexWritable, writeIndexUpdates } from './index-file.js';
 import type { LooseEntry, LooseReader } from './loose-trees.js';
+import { verifyPath } from './verify-path.js';
 
 const FILE = '100644';
 const EXECUTABLE = '100755';
@@ -32,7 +33,7 @@ export async function restoreInProcess(
   reader: LooseReader,
 ): Promise<boolean> {
   if (!(await indexWritable(dir))) return false;
-  if (!paths.every(checkoutPath)) return false;
+  if (!paths.every((path) => checkoutPath(path))) return false;
   // Attributes are read from the files restored with them: git's order (index first) decides.
   if (paths.some((path) => basename(path) === '.gitattributes')) return false;
   if (contentMayConvert(dir, paths, await cachedWriteRules(gitDirOf(dir)))) return false;
@@ -44,6 +45,7 @@ export async function restoreInProcess(
     const entry = byPath.get(path);
     if (!entry) continue;
     if (entry.mode !== FILE && entry.mode !== EXECUTABLE && entry.mode !== LINK) return false;
+    if (!checkoutPath(path, entry.mode)) return false;
     const content = await reader.blob(entry.oid).catch(() => null);
     if (!content) return false;
     contents.set(path, content);
@@ -90,18 +92,12 @@ export async function restoreInProcess(
 }
 
 /**
- * A path git would check out (its verify_path(), as this platform's git applies it): no empty,
- * `.` or `..` component, no `.git` in any case (nor `.git` with trailing dots or spaces, nor
- * `git~1`, which name it on other file systems), and none that is not UTF-8 (git's listing
- * reached here with the bytes replaced: git must find the path). git refuses the others, and so
- * must its stand-in: a tree holding `sub/.git/hooks/…` would otherwise plant a hook.
+ * A path git would check out: its verify_path() (verify-path.ts) takes it, and it is UTF-8 (git's
+ * listing reached here with the bytes replaced: git must find the path). git refuses the others,
+ * and so must its stand-in: a tree holding `sub/.GIT/hooks/…` would otherwise plant a hook.
  */
-export function checkoutPath(path: string): boolean {
-  if (path.includes('\uFFFD') || path.includes('\0')) return false;
-  return path.split('/').every((part) => {
-    const name = part.toLowerCase().replace(/[. ]+$/, '');
-    return part !== '' && part !== '.' && part !== '..' && name !== '.git' && name !== 'git~1';
-  });
+export function checkoutPath(path: string, mode = FILE): boolean {
+  return !path.includes('\uFFFD') && verifyPath(path, mode);
 }
 
 /**

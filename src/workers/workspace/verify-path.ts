@@ -27,7 +27,7 @@ export type PathRefusal =
 const REASONS: Readonly<Record<PathRefusal, string>> = {
   'empty-component': 'it has an empty part (a leading, doubled or trailing `/`)',
   'dot-component': 'it has a `.` or `..` part',
-  dotgit: 'it has a `.git` part (in some case)',
+  dotgit: 'a part of it is `.git`, in upper or lower case',
   'hfs-dotgit': 'macOS would read a part of it as `.git` (its file system ignores some invisible characters)',
   'ntfs-dotgit': 'Windows would read a part of it as `.git` (`git~1`, trailing dots or spaces, a `:` stream)',
   'gitmodules-link': '`.gitmodules` may not be a symbolic link',

@@ -62,7 +62,7 @@ export interface EnforceWriteScopeOptions {
 }
 
 /** Deletes a file git reported as untracked, then the directories it leaves empty. */
-async function deleteUntracked(root: string, path: string): Promise<void> {
+export async function deleteUntracked(root: string, path: string): Promise<void> {
   const target = resolve(root, path);
   if (!target.startsWith(root + sep)) return;
   await rm(target, { recursive: true, force: true });

@@ -337,6 +337,58 @@ describe('commitAttempt', () => {
     await removeWorktree(checkout.dir);
   });
 
+  it.each([
+    ['written into the local mission repo', true],
+    ['pushed (fast-import in the checkout)', false],
+  ])('leaves out and names every path git refuses, %s', async (_, local) => {
+    const missionId = local ? 'c-refused-local' : 'c-refused-push';
+    const made = await checkoutOf(missionId, { 'a.txt': 'a\n' });
+    const { prepared, checkout } = made;
+    const dir = checkout.dir;
+    const planted = [
+      '.GIT/hooks/post-checkout',
+      'GIT~1/config',
+      'sub/.Git/config',
+      '.g\u200cit/hooks/pre-commit',
+    ];
+    for (const path of planted) {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), '#!/bin/sh\necho owned\n');
+    }
+    await symlink('elsewhere', join(dir, '.gitmodules'));
+    await writeFile(join(dir, 'ok.txt'), 'kept\n');
+    const ref = attemptRef(missionId, 't', 1);
+    const committed = await commitAttempt({
+      dir,
+      message: 't',
+      ref,
+      baseCommit: checkout.baseCommit,
+      ...(local ? { localRepo: prepared.repo } : {}),
+    });
+    expect(committed.refused).toEqual([
+      { path: '.GIT/hooks/post-checkout', refusal: 'dotgit' },
+      { path: '.gitmodules', refusal: 'gitmodules-link' },
+      { path: '.g\u200cit/hooks/pre-commit', refusal: 'hfs-dotgit' },
+      { path: 'GIT~1/config', refusal: 'ntfs-dotgit' },
+      { path: 'sub/.Git/config', refusal: 'dotgit' },
+    ]);
+    // Neither commit the ref names holds them, nor the checkout's index; the good file is there.
+    expect(await git(prepared.repo, 'ls-tree', '-r', '--name-only', '-z', ref)).not.toMatch(
+      /GIT|Git|gitmodules|\u200c/,
+    );
+    expect(await git(prepared.repo, 'ls-tree', '-r', '--name-only', committed.workCommit)).toBe(
+      'a.txt\nok.txt',
+    );
+    expect(await git(dir, 'ls-files')).not.toMatch(/GIT|Git|gitmodules/);
+    const fsck = await runGit(['fsck', '--strict', '--no-dangling'], {
+      cwd: prepared.repo,
+      allowFailure: true,
+    });
+    expect(fsck.stderr + fsck.stdout).toBe('');
+    expect(fsck.exitCode).toBe(0);
+    await removeWorktree(dir);
+  });
+
   it('writes the attempt straight into a local mission repo, without a push', async () => {
     const made = await checkoutOf('c4', { 'a.txt': 'a\n' });
     const { prepared, checkout } = made;

@@ -230,8 +230,16 @@ describe('restoreInProcess', () => {
       'sub/.git./x',
       'GIT~1/x',
       'a/../b',
+      // What git's verify_path() refuses beyond these (verify-path.ts): macOS's and Windows' readings.
+      '.g\u200cit/hooks/post-checkout',
+      'a\\.git',
+      'sub/.git::$INDEX_ALLOCATION/x',
     ]) {
       expect(await restoreInProcess(dir, [path], file(path), reader), path).toBe(false);
+    }
+    const link = (path: string) => [{ mode: '120000', oid: blob, path }];
+    for (const path of ['.gitmodules', 'sub/GITMOD~1']) {
+      expect(await restoreInProcess(dir, [path], link(path), reader), path).toBe(false);
     }
     // A name git listed with bytes that are not UTF-8 (replaced): git must find the path itself.
     expect(await restoreInProcess(dir, ['caf\uFFFD'], [], reader)).toBe(false);

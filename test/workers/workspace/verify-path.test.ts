@@ -255,7 +255,7 @@ describe('the path gate', () => {
     expect(pathRefusal('a//b')).toBe('empty-component');
     expect(pathRefusal('src/main.ts')).toBeNull();
     expect(describeRefusal('.GIT/hooks/post-checkout', 'dotgit')).toBe(
-      '`.GIT/hooks/post-checkout`: git refuses this path (it has a `.git` part (in some case))',
+      '`.GIT/hooks/post-checkout`: git refuses this path (a part of it is `.git`, in upper or lower case)',
     );
   });
 

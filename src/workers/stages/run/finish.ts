@@ -1,15 +1,16 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Adapter } from '../../../shared/adapter.js';
 import { attemptRef, type RunResult } from '../../../shared/contracts.js';
 import type { TaskSpec } from '../../../shared/mission.js';
 import { collectResult } from '../../agent/collect-result.js';
 import type { AgentRun, DispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
-import { commitAttempt } from '../../workspace/commit.js';
+import { commitAttempt, type RefusedPath } from '../../workspace/commit.js';
 import { agentChanges, changedPaths } from '../../workspace/snapshot-changes.js';
+import { describeRefusal } from '../../workspace/verify-path.js';
 import { noteLeftIgnored, readLeasedWorktree } from '../../workspace/warm-checkout.js';
-import { describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
+import { deleteUntracked, describeViolations, enforceWriteScope } from '../../workspace/write-scope.js';
 import type { HostContext } from '../context.js';
 import { recordStage } from '../record.js';
 
@@ -87,6 +88,18 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     ...(input.baseCommit ? { baseCommit: input.baseCommit } : {}),
     message: `flotilla: ${task.id} attempt ${attempt} (${adapter.cli})\n\n${summary.slice(0, 500)}`,
   });
+  // Paths git refuses (`.GIT/hooks/…`, `git~1/…`) were left out of the commits: the attempt fails
+  // naming each, and the checkout loses them, as it is at the commit the ref names.
+  const refused = committed.refused;
+  const refusals = refused.map((r) => describeRefusal(r.path, r.refusal));
+  if (refused.length > 0) {
+    for (const path of refused) await deleteUntracked(resolve(dir), path.path);
+    ctx.logger.warn(
+      { missionId, taskId: task.id, attempt, refused: refused.map((r) => r.path) },
+      'paths git refuses were not committed',
+    );
+  }
+  const outcome = refused.length > 0 ? 'failed' : collected.outcome;
   // The verify that continues in this checkout cleans by this listing instead of a walk of its own.
   await noteLeftIgnored(dir, committed.commit, worktree.ignored);
   const costUsd = run.usage?.costUsd;
@@ -105,7 +118,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
       durationMs: run.outcome.durationMs,
       resultStatus: collected.status,
       resultSource: collected.source,
-      warnings: collected.warnings,
+      warnings: [...refusals, ...collected.warnings],
       rolledBack: scope.violations,
       ...(costUsd ? { costUsd } : {}),
       ...input.ran,
@@ -121,18 +134,21 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
   });
   // collectResult's own line comes first (the agent's Errors, a timeout without a result): the
   // gate quotes it in the task's error and feeds it into the next prompt.
-  const error =
+  // Paths git refused come before it: the attempt failed for them whatever the agent reported.
+  const runError =
     collected.outcome === 'failed'
       ? [
           collected.error ?? `result ${collected.status}`,
           collected.warnings.join('; '),
           tail(run.outcome.stderr, 1_000),
         ]
-          .filter(Boolean)
-          .join('\n')
+      : [];
+  const error =
+    outcome === 'failed'
+      ? [refusedError(refused, refusals), ...runError].filter(Boolean).join('\n')
       : undefined;
   return {
-    outcome: collected.outcome,
+    outcome,
     cli: adapter.cli,
     host: ctx.hostId,
     branch,
@@ -147,6 +163,21 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     ...(collected.questions ? { questions: collected.questions } : {}),
     durationMs: Date.now() - input.startedAt,
   };
+}
+
+/**
+ * The error of an attempt that left paths git refuses: the gate quotes it, and the next prompt
+ * names each path and git's reason, as a write-scope rollback names its files.
+ */
+function refusedError(refused: readonly RefusedPath[], refusals: readonly string[]): string {
+  if (refused.length === 0) return '';
+  const shown = refusals.slice(0, 20);
+  const more = refusals.length > shown.length ? [`…and ${refusals.length - shown.length} more`] : [];
+  return [
+    'The attempt wrote paths git refuses: they were left out of its commit, and the attempt failed. Use other names:',
+    ...shown.map((line) => `- ${line}`),
+    ...more,
+  ].join('\n');
 }
 
 /** On success PROMPT and RESULT move to the archive folder with a timestamp prefix (cli-dispatch cleanup). */
