@@ -20,7 +20,7 @@ import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { looseReader, treeEntriesAt } from './loose-trees.js';
 import { readWorktree, type WorktreeState } from './snapshot-changes.js';
-import { type PathRefusal, pathRefusal } from './verify-path.js';
+import { pathRefusal, type RefusedPath } from './verify-path.js';
 
 export function isDispatchPath(path: string): boolean {
   return path === DISPATCH_DIR || path.startsWith(`${DISPATCH_DIR}/`);
@@ -60,12 +60,6 @@ export interface CommitAttemptResult {
    * `.gitmodules` link): left out of both commits and the index, so no ref names them; sorted.
    */
   readonly refused: readonly RefusedPath[];
-}
-
-/** A path the attempt left that git would not take, and the check of git's that refuses it. */
-export interface RefusedPath {
-  readonly path: string;
-  readonly refusal: PathRefusal;
 }
 
 /**

@@ -26,6 +26,8 @@ import { parseMergeTree } from './merge-tree-output.js';
 import { ObjectBatch } from './object-batch.js';
 import { type RefWrite, writeRefFile } from './ref-files.js';
 import { isRepoUrl, type RepoCache } from './repo-cache.js';
+import { describeRefusal } from './verify-path.js';
+import { refusedInWork } from './work-paths.js';
 
 export interface IntegrateAttemptOptions {
   readonly cache: RepoCache;
@@ -52,9 +54,14 @@ export type IntegrateResult =
     }
   | {
       readonly ok: false;
-      /** git's `CONFLICT (…)` lines, or a sentence naming the files when git printed none. */
+      /**
+       * git's `CONFLICT (…)` lines, or a sentence naming the files when git printed none; for
+       * `refused`, one line a path git refuses (verify-path.ts's describeRefusal()).
+       */
       readonly conflict: string;
       readonly files: readonly string[];
+      /** True when the work holds paths git refuses: nothing was merged. */
+      readonly refused?: true;
     };
 
 /** Where the merge happens: the mission repo itself when local, else the host's cache clone. */
@@ -179,7 +186,12 @@ async function readTip(cache: RepoCache, place: Place, missionId: string): Promi
 type MergeOne =
   | { readonly kind: 'merged'; readonly commit: string; readonly tree: string }
   | { readonly kind: 'unchanged' }
-  | { readonly kind: 'conflict'; readonly conflict: string; readonly files: string[] }
+  | {
+      readonly kind: 'conflict';
+      readonly conflict: string;
+      readonly files: string[];
+      readonly refused?: true;
+    }
   | { readonly kind: 'error'; readonly error: Error };
 
 interface Head {
@@ -195,7 +207,12 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
     case 'unchanged':
       return { ok: true, commit: head, alreadyIntegrated: true };
     case 'conflict':
-      return { ok: false, conflict: merged.conflict, files: merged.files };
+      return {
+        ok: false,
+        conflict: merged.conflict,
+        files: merged.files,
+        ...(merged.refused ? { refused: true as const } : {}),
+      };
     case 'error':
       return merged.error;
   }
@@ -203,6 +220,16 @@ function resultOf(merged: MergeOne, head: string): IntegrateResult | Error {
 
 async function mergeOne(place: Place, head: Head, workCommit: string, message: string): Promise<MergeOne> {
   const dir = place.dir;
+  // The one path gate, before either merge: neither git's nor the in-process one refuses a name.
+  const refused = await refusedInWork(dir, place.batch, workCommit);
+  if (refused.length > 0) {
+    return {
+      kind: 'conflict',
+      conflict: refused.map((r) => describeRefusal(r.path, r.refusal)).join('\n'),
+      files: refused.map((r) => r.path),
+      refused: true,
+    };
+  }
   // The work's changes on paths the tip has as the base had them: no merge of any file to do.
   const tree = place.batch ? await looseMerge({ batch: place.batch, head, work: workCommit }) : null;
   if (tree) return withMergeCommit(place, head, tree, workCommit, message);

@@ -34,6 +34,12 @@ const REASONS: Readonly<Record<PathRefusal, string>> = {
   nul: 'it holds a NUL byte',
 };
 
+/** A path git would not take, and the check of git's that refuses it. */
+export interface RefusedPath {
+  readonly path: string;
+  readonly refusal: PathRefusal;
+}
+
 /** The sentence an attempt's error and the next prompt carry: "`.GIT/x`: git refuses this path (…)". */
 export function describeRefusal(path: string, refusal: PathRefusal): string {
   return `\`${path}\`: git refuses this path (${REASONS[refusal]})`;

@@ -99,7 +99,13 @@ export function decideGate(input: GateInput): GateDecision {
 /** What integrating an approved attempt into the mission's branch came to. */
 export type MergeOutcome =
   | { readonly ok: true; readonly commit?: string }
-  | { readonly ok: false; readonly conflict: string; readonly files: readonly string[] };
+  | {
+      readonly ok: false;
+      readonly conflict: string;
+      readonly files: readonly string[];
+      /** The work holds paths git refuses (`conflict` names each and why): nothing was merged. */
+      readonly refused?: true;
+    };
 
 /**
  * An approval stands once its work is in the integration branch. A conflict is a failed attempt
@@ -115,12 +121,32 @@ export function decideAfterMerge(
   if (decision.action !== 'approve' || merge.ok) return decision;
   const shown = merge.files.slice(0, 10).join(', ');
   const more = merge.files.length > 10 ? ` and ${merge.files.length - 10} more` : '';
+  if (merge.refused) {
+    return retryOrFail(
+      task,
+      attempt,
+      formatRefusedFeedback(merge.conflict),
+      `git refuses ${merge.files.length === 1 ? 'a path' : 'paths'} in the work: ${shown}${more}`,
+    );
+  }
   return retryOrFail(
     task,
     attempt,
     formatConflictFeedback(merge.conflict, merge.files),
     `merge conflict in ${shown}${more}`,
   );
+}
+
+/** The work held paths git refuses: each named with git's reason (`conflict`), none merged. */
+export function formatRefusedFeedback(refusals: string): string {
+  return [
+    'Your work passed its checks, but it holds paths git refuses, so none of it was merged:',
+    refusals
+      .split('\n')
+      .map((line) => `- ${line}`)
+      .join('\n'),
+    'Write the work under other names.',
+  ].join('\n\n');
 }
 
 export function formatConflictFeedback(conflict: string, files: readonly string[]): string {

@@ -228,6 +228,24 @@ describe('decideAfterMerge', () => {
     expect(decision.action === 'retry' && decision.feedback).toContain('Merge conflict in src/a.ts');
   });
 
+  it('retries work holding paths git refuses, naming each path and why, not as a conflict', () => {
+    const refused = {
+      ok: false,
+      conflict:
+        '`.GIT/hooks/post-checkout`: git refuses this path (a part of it is `.git`, in upper or lower case)',
+      files: ['.GIT/hooks/post-checkout'],
+      refused: true,
+    } as const;
+    const decision = decideAfterMerge(approve, refused, task({ maxAttempts: 3 }), 1);
+    expect(decision).toMatchObject({
+      action: 'retry',
+      reason: 'git refuses a path in the work: .GIT/hooks/post-checkout',
+    });
+    const feedback = decision.action === 'retry' ? decision.feedback : '';
+    expect(feedback).toContain('- `.GIT/hooks/post-checkout`: git refuses this path');
+    expect(feedback).not.toContain('conflicted');
+  });
+
   it('fails a conflict on the last attempt, saying it ran out of attempts', () => {
     expect(decideAfterMerge(approve, conflict, task({ maxAttempts: 3 }), 3)).toMatchObject({
       action: 'fail',
