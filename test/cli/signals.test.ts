@@ -121,7 +121,8 @@ describe('flotilla run under a terminal and a shell', () => {
   });
   afterAll(async () => {
     for (const run of started)
-      if (run.child.exitCode === null) process.kill(-(run.child.pid ?? 0), 'SIGKILL');
+      if (run.child.exitCode === null && run.child.signalCode === null)
+        process.kill(-(run.child.pid ?? 0), 'SIGKILL');
     await redis?.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -181,6 +182,78 @@ describe('flotilla run under a terminal and a shell', () => {
     );
     expect(await cliProcesses(home), 'agent CLIs left running').toEqual([]);
     expect((await readdir(tmp)).filter((name) => name.startsWith('flotilla-redis-'))).toEqual([]);
+  });
+
+  /** A quick task, then a slow one: the monitor's cookie folder exists once the quick one is listed. */
+  const WATCHED = [
+    'goal: watched mission',
+    'workspace: ./ws',
+    'defaults: { max_attempts: 1 }',
+    'tasks:',
+    '  - id: quick',
+    '    title: quick',
+    '    critic: false',
+    '    exit_criteria: ["true"]',
+    '    description: |',
+    indent(sim('- write: {path: quick.txt, content: quick}')),
+    '  - id: slow',
+    '    title: slow',
+    '    depends_on: [quick]',
+    '    critic: false',
+    '    exit_criteria: ["true"]',
+    '    description: |',
+    indent(sim('- sleep: 60s')),
+  ].join('\n');
+  const cookieFolders = async (tmp: string) =>
+    (await readdir(tmp)).filter((name) => name.startsWith('flotilla-monitor-'));
+
+  /** The quick task listed (so the monitor made its cookie folder) and the slow one's CLI running. */
+  async function untilSlowRuns(tmp: string, home: string): Promise<void> {
+    await untilAsync(
+      async () => (await cookieFolders(tmp)).length === 1,
+      'the monitor to make its cookie folder',
+    );
+    await untilAsync(async () => (await cliProcesses(home)).length === 1, 'the slow CLI to start');
+  }
+
+  it.each([
+    ['one Ctrl-C (the mission cancelled)', 1],
+    ['two Ctrl-C (process.exit at once)', 2],
+  ])('leaves no monitor cookie folder in the temp directory after %s', async (_, interrupts) => {
+    const { tmp, home, file, env } = await setup(WATCHED);
+    const run = startRun(file, { ...env, FLOTILLA_MONITOR: 'inotify' });
+    started.push(run);
+    await untilSlowRuns(tmp, home);
+    process.kill(-(run.child.pid ?? 0), 'SIGINT');
+    if (interrupts === 2) {
+      // The second while the cancel is under way: process.exit(130) at once.
+      await _until(() => run.stderr.includes('cancelling the mission'), 'the cancel to start');
+      process.kill(-(run.child.pid ?? 0), 'SIGINT');
+    }
+    expect(await run.exit, run.stderr).toBe(interrupts === 1 ? 1 : 130);
+    expect(await cookieFolders(tmp)).toEqual([]);
+  });
+
+  it('a run killed outright leaves its cookie folder, and the next run removes it', async () => {
+    const { tmp, home, file, env } = await setup(WATCHED);
+    const killed = startRun(file, { ...env, FLOTILLA_MONITOR: 'inotify' });
+    started.push(killed);
+    await untilSlowRuns(tmp, home);
+    process.kill(-(killed.child.pid ?? 0), 'SIGKILL');
+    await killed.exit;
+    const left = await cookieFolders(tmp);
+    expect(left).toHaveLength(1);
+    // Its private Redis is out of the process group and outlives it: stopped by hand here.
+    const redisPid = await privateRedisPid(tmp);
+    if (redisPid) process.kill(redisPid, 'SIGKILL');
+    const next = await setup(mission([{ id: 'again', steps: '- write: {path: again.txt, content: again}' }]));
+    const result = await execa('node', [BIN, 'run', next.file, '--adapters', SIM_ADAPTERS], {
+      env: { ...next.env, TMPDIR: tmp, FLOTILLA_MONITOR: 'inotify' },
+      extendEnv: false,
+      reject: false,
+    });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(await cookieFolders(tmp)).toEqual([]);
   });
 
   it('run | head -1: a closed stdout is a normal end for output; the mission still completes', async () => {

@@ -49,9 +49,10 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
   let missionId: string | undefined;
   let lostReason: string | undefined;
   let muteLogs = () => {};
+  let shuttingDown = false;
   const onSignal = () => {
     interrupts++;
-    if (interrupts === 1 && client && missionId) {
+    if (interrupts === 1 && !shuttingDown && client && missionId) {
       io.err('cancelling the mission (Ctrl-C again to exit at once)…');
       void client.cancel(missionId).catch(() => controller.abort());
     } else {
@@ -126,8 +127,9 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     }
     throw error;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    // A signal while the hosts close exits at once, through process.exit(), so the exit hooks
+    // (the private Redis, the monitor's cookie folder) still run; a default SIGINT would skip them.
+    shuttingDown = true;
     if (lostReason) muteLogs();
     const closing = (async () => {
       await Promise.all(hosts.map((h) => h.close(lostReason ? { force: true } : {})));
@@ -136,6 +138,8 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     if (lostReason) await Promise.race([closing, sleep(CLOSE_WITHOUT_REDIS_MS)]);
     else await closing;
     await redis?.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }
 

@@ -20,9 +20,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
-import { lstat, mkdtemp, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeCookieFolder, removeCookieFolder } from './cookie-folders.js';
 import type { FileMonitor, MonitoredChange, MonitoredChanges } from './monitor-contract.js';
 
 /** How long an answer waits for its cookie: a host whose event loop is stalled this long walks. */
@@ -214,7 +214,7 @@ export class InotifyMonitor implements FileMonitor {
     void cookies
       ?.then(({ dir, watcher }) => {
         watcher.close();
-        return rm(dir, { recursive: true, force: true });
+        removeCookieFolder(dir);
       })
       .catch(() => undefined);
   }
@@ -397,13 +397,18 @@ export class InotifyMonitor implements FileMonitor {
       // The folder went (a /tmp cleaner): the next answer makes another.
       const cookies = this.cookies;
       this.cookies = null;
-      void cookies?.then(({ watcher }) => watcher.close()).catch(() => undefined);
+      void cookies
+        ?.then(({ dir, watcher }) => {
+          watcher.close();
+          removeCookieFolder(dir);
+        })
+        .catch(() => undefined);
       return false;
     }
   }
 
   private async cookieFolder(): Promise<{ dir: string; watcher: FSWatcher }> {
-    const dir = await mkdtemp(join(tmpdir(), 'flotilla-monitor-'));
+    const dir = await makeCookieFolder();
     const watcher = watch(dir, { persistent: false }, (_type, name) => {
       delivered();
       if (!name) return;
