@@ -103,6 +103,8 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
   if (!first) return new Map();
   const { cache, missionId } = first;
   const maxTries = first.maxTries ?? 8;
+  /** The branch's lock file while every try so far found it held; null once one did not. */
+  let heldLock: string | null | undefined;
   for (let attempt = 1; attempt <= maxTries; attempt++) {
     const place = placeOf(cache, missionId);
     // A URL's tip is fetched with the work; a local mission repo's is read from its files as it is
@@ -129,11 +131,22 @@ export async function integrateBatch(requests: readonly IntegrateAttemptOptions[
     // The batch's merges on disk (one pack) before the branch can point at them. A URL's cache
     // takes no imports, so its packs are counted here for the roll-up (housekeep.ts).
     if (place.batch?.write() && place.remote) await housekeep(place.dir);
-    if (head.commit === tip.commit || (await publish(place, head.commit, tip.commit)) === 'published') {
-      return results;
-    }
+    const published =
+      head.commit === tip.commit ? 'published' : await publish(place, head.commit, tip.commit);
+    if (published === 'published') return results;
+    if (published === 'lost-race') heldLock = null;
+    else if (heldLock !== null) heldLock = published.held;
     // Another host published first. A short random pause keeps two losers from colliding again in step.
     await new Promise((done) => setTimeout(done, Math.floor(Math.random() * 50 * attempt)));
+  }
+  // The branch's lock held through every try (each waits for it, ref-files.ts): a writer that
+  // was killed holding it, or one that holds it far longer than a write takes. It is never taken
+  // away; whoever knows which removes it.
+  if (heldLock) {
+    throw new FlotillaError(
+      'git/failed',
+      `${cache.repo}: could not integrate into ${integrationBranch(missionId)}: its lock ${heldLock} was held through ${maxTries} tries; a git process may still be writing it, or one was stopped while it did: if none is running, remove the file`,
+    );
   }
   throw new IntegrationContended(
     `${cache.repo}: could not integrate into ${integrationBranch(missionId)}: ${maxTries} batches lost to concurrent integrations`,
@@ -306,8 +319,14 @@ async function mergeCommit(place: Place, tree: string, parents: readonly string[
  * the reflog line `update-ref -m` writes), else `git update-ref` with the old value, or a push with
  * a lease to a URL.
  */
-async function publish(place: Place, head: string, tip: string): Promise<'published' | 'lost-race'> {
+async function publish(
+  place: Place,
+  head: string,
+  tip: string,
+): Promise<'published' | 'lost-race' | { readonly held: string }> {
   const written = place.remote ? 'declined' : await publishInFiles(place, head, tip);
+  if (written === 'locked')
+    return { held: `${join(place.batch?.gitDir ?? place.dir, place.branchRef)}.lock` };
   if (written !== 'declined') return written === 'written' ? 'published' : 'lost-race';
   const args = place.remote
     ? [
@@ -320,6 +339,9 @@ async function publish(place: Place, head: string, tip: string): Promise<'publis
     : ['update-ref', '-m', PUBLISH_MESSAGE, place.branchRef, head, tip];
   const result = await runGit([...NO_HOOKS, ...args], { cwd: place.dir, allowFailure: true });
   if (result.exitCode === 0) return 'published';
+  // git waited for the lock (core.filesRefLockTimeout) and names it: held, not a race lost.
+  const held = /Unable to create '([^']*\.lock)': File exists/i.exec(result.stderr)?.[1];
+  if (held) return { held };
   if (lostCompareAndSwap(result.stderr)) return 'lost-race';
   throw new FlotillaError('git/failed', describeGitFailure(args, result));
 }

@@ -14,7 +14,6 @@ import {
   closeSync,
   constants,
   fstatSync,
-  linkSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -121,11 +120,14 @@ function readLoose(path: string): string | null | undefined {
 }
 
 /**
- * A ref lock older than this was left by a process killed while writing the ref: a writer holds one
- * for well under a millisecond (git too: a lock it cannot take, it waits 100 ms for and gives up).
- * Removed, so that one kill does not fail every later write of the ref.
+ * How long a writer waits for a ref lock another holds before it answers `locked`. A writer holds
+ * one for well under a millisecond; git waits `core.filesRefLockTimeout` (100 ms by default) and
+ * then fails naming the lock. A lock is never taken away, however old: git cannot tell one a
+ * killed process left from one a live process holds, and neither can this writer, so whoever
+ * knows removes it, as git's own message asks.
  */
-export const STALE_REF_LOCK_MS = 60_000;
+export const REF_LOCK_WAIT_MS = 1_000;
+const REF_LOCK_POLL_MS = 10;
 
 /** Who wrote a ref, and why, for its reflog (`logs/<ref>`), as git's update-ref -m writes it. */
 export interface RefLogEntry {
@@ -145,10 +147,10 @@ export interface WriteRefOptions {
 
 /**
  * `written`: the ref holds `id`. `moved`: it did not hold the expected value, nothing changed.
- * `declined`: git must do it (a name or a file this writer does not take, a lock held by another
- * writer), nothing changed.
+ * `locked`: another writer held the ref's lock for all of REF_LOCK_WAIT_MS, nothing changed.
+ * `declined`: git must do it (a name or a file this writer does not take), nothing changed.
  */
-export type RefWrite = 'written' | 'moved' | 'declined';
+export type RefWrite = 'written' | 'moved' | 'locked' | 'declined';
 
 /**
  * Points `ref` at `id` as git's files backend does: `<ref>.lock` taken (O_EXCL), the current value
@@ -166,15 +168,16 @@ export async function writeRefFile(
   if (readTextOr(join(gitDir, 'HEAD'), '').trim() === `ref: ${ref}`) return 'declined';
   const path = join(gitDir, ref);
   const lock = `${path}.lock`;
-  let file: number | null;
   let ours: bigint;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    removeStaleLock(lock);
-    file = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
   } catch {
     return 'declined';
   }
+  const taken = await takeLock(lock);
+  if (taken === 'held') return 'locked';
+  if (taken === null) return 'declined';
+  let file: number | null = taken;
   try {
     ours = fstatSync(file, { bigint: true }).ino;
   } catch {
@@ -182,8 +185,7 @@ export async function writeRefFile(
     rmSync(lock, { force: true });
     return 'declined';
   }
-  // The lock file at its name is still the one this writer made (a writer that took a lock for
-  // stale moved it aside, not this one, unless this one is a minute old).
+  // The lock file at its name is still the one this writer made (no one removed it meanwhile).
   const stillOurs = () => lstatOrNull(lock)?.ino === ours;
   let renamed = false;
   try {
@@ -217,30 +219,20 @@ export async function writeRefFile(
 }
 
 /**
- * Takes away a lock older than STALE_REF_LOCK_MS, the one that was looked at and no other: it is
- * moved aside first, and put back when what was moved is not it (another writer took the stale one
- * away and made its own meanwhile), so two writers that both found it stale never both go on.
+ * The ref's lock, made with O_EXCL as git makes it: its descriptor, `held` when another writer's
+ * lock stayed for all of REF_LOCK_WAIT_MS (it is left as it is), null on any other failure.
  */
-function removeStaleLock(lock: string): void {
-  const held = lstatOrNull(lock);
-  if (!held || Date.now() - Number(held.mtimeMs) <= STALE_REF_LOCK_MS) return;
-  const aside = `${lock}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  try {
-    renameSync(lock, aside);
-  } catch {
-    return;
-  }
-  const moved = lstatOrNull(aside);
-  // link() never replaces: when a lock is back at its name meanwhile, the moved one is dropped only
-  // if it was the stale one.
-  if (moved?.ino !== held.ino) {
+async function takeLock(lock: string): Promise<number | 'held' | null> {
+  const deadline = Date.now() + REF_LOCK_WAIT_MS;
+  for (;;) {
     try {
-      linkSync(aside, lock);
-    } catch {
-      // a lock is back at its name: it stays
+      return openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return null;
+      if (Date.now() >= deadline) return 'held';
+      await new Promise((done) => setTimeout(done, REF_LOCK_POLL_MS));
     }
   }
-  rmSync(aside, { force: true });
 }
 
 /**

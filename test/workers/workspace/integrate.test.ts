@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -385,4 +385,35 @@ describe('compare-and-swap', () => {
       ).toEqual([`${tip} flotilla: integrate`, other]);
     },
   );
+});
+
+describe('a held lock on the integration branch', () => {
+  it.each([
+    ['in-process', false],
+    ['through git update-ref', true],
+  ])('is waited for and reported, never taken away however old (%s)', async (_, viaGit) => {
+    const missionId = viaGit ? 'lock-git' : 'lock-files';
+    const prepared = await missionRepo(missionId);
+    // core.fsync asks for more than a plain ref file: git writes the ref (git-files.ts).
+    if (viaGit) await git(prepared.repo, 'config', 'core.fsync', 'reference');
+    const h = await host(prepared.repo);
+    const a = await attempt(h, missionId, 'a', { 'a.txt': 'a\n' });
+    const branch = `refs/heads/${integrationBranch(missionId)}`;
+    const lock = join(prepared.repo, '.git', `${branch}.lock`);
+    await writeFile(lock, 'held\n');
+    // An hour old: left by a killed writer, or held by a live one; git never tells them apart.
+    const old = (Date.now() - 3_600_000) / 1000;
+    await utimes(lock, old, old);
+    const before = await tipOf(prepared.repo, missionId);
+    const failed = await integrateAttempt({ ...a, maxTries: 2 }).catch((error: unknown) => error);
+    expect(isFlotillaError(failed) && failed.code).toBe('git/failed');
+    expect(String((failed as Error).message)).toContain(`its lock ${lock} was held through 2 tries`);
+    expect(await readFile(lock, 'utf8')).toBe('held\n');
+    expect(await tipOf(prepared.repo, missionId)).toBe(before);
+    // Once whoever holds it lets go, the same merge goes through.
+    await rm(lock);
+    const merged = await integrateAttempt(a);
+    expect(merged.ok).toBe(true);
+    expect(await tipOf(prepared.repo, missionId)).not.toBe(before);
+  });
 });

@@ -8,7 +8,6 @@ import {
   looseRefValue,
   packedRefValue,
   readRefFile,
-  STALE_REF_LOCK_MS,
   writeRefFile,
 } from '../../../src/workers/workspace/ref-files.js';
 import { ROOT } from '../../helpers/paths.js';
@@ -192,12 +191,25 @@ describe('writeRefFile, against git', () => {
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(first);
     const lock = join(gitDir, 'refs/heads/flotilla/m.lock');
     await writeFile(lock, '');
-    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('declined');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('locked');
     expect(await readFile(lock, 'utf8')).toBe('');
-    // A lock left by a writer killed long ago is taken away.
-    const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
+    // However old, a lock is never taken away: git cannot tell a killed writer's from a live one's.
+    const old = (Date.now() - 3_600_000) / 1000;
     await utimes(lock, old, old);
-    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('written');
+    expect(await writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first })).toBe('locked');
+    expect(await readFile(lock, 'utf8')).toBe('');
+    expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(first);
+  });
+
+  it('waits for a lock its holder lets go of, then writes', async () => {
+    const { dir, gitDir, first, second } = await repo();
+    const lock = join(gitDir, 'refs/heads/flotilla/m.lock');
+    await writeFile(lock, '');
+    // The holder lets go while the writer waits (it polls with timers, so this one fires).
+    const released = new Promise<void>((done) => setTimeout(() => void rm(lock).then(() => done()), 50));
+    const answer = writeRefFile(gitDir, 'refs/heads/flotilla/m', second, { expected: first });
+    await released;
+    expect(await answer).toBe('written');
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
     expect(await stat(lock).catch(() => null)).toBeNull();
   });
@@ -239,19 +251,13 @@ describe('writeRefFile, against git', () => {
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(first);
   });
 
-  it('takes away only the stale lock it looked at, never a lock made since', async () => {
+  it('lets one of several racing writers take the lock: one writes, no lock is left', async () => {
     const { dir, gitDir, first, second } = await repo();
-    const lock = join(gitDir, 'refs/heads/flotilla/m.lock');
-    await writeFile(lock, 'stale');
-    const old = (Date.now() - STALE_REF_LOCK_MS - 5_000) / 1000;
-    await utimes(lock, old, old);
-    // Writers on other hosts of one machine find the same stale lock at once (processes: the
-    // writer is synchronous, so two in one process never interleave): one of them writes, the
-    // others decline or find the ref moved; the ref ends at the new value, written whole, and no
-    // lock or lock moved aside is left.
+    // Writers on other hosts of one machine (processes: the writer's file calls are synchronous,
+    // so two in one process never interleave): one writes, the others wait and find the ref moved.
     const answers = await racingWriters(4, gitDir, 'refs/heads/flotilla/m', second, first);
     expect(answers.filter((answer) => answer === 'written')).toHaveLength(1);
-    expect(answers.every((answer) => ['written', 'moved', 'declined'].includes(answer))).toBe(true);
+    expect(answers.every((answer) => ['written', 'moved'].includes(answer))).toBe(true);
     expect(await git(dir, 'rev-parse', 'refs/heads/flotilla/m')).toBe(second);
     expect(await readdir(join(gitDir, 'refs/heads/flotilla'))).toEqual(['m']);
   });

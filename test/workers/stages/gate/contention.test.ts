@@ -1,11 +1,14 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { attemptJobId, integrationBranch, QUEUES } from '../../../../src/shared/contracts.js';
 import { contendedDelayMs } from '../../../../src/workers/stages/gate/processor.js';
 import { runGit } from '../../../../src/workers/workspace/git.js';
 import { indent, sim, startCluster, type TestCluster } from '../../../helpers/flotilla.js';
+import { refWrites, resetRefWrites } from '../../../helpers/ref-write-seam.js';
+
+vi.mock('../../../../src/workers/workspace/ref-files.js', async (original) =>
+  (await import('../../../helpers/ref-write-seam.js')).seamed(await original()),
+);
 
 /**
  * A gate whose merge keeps losing the integration branch to other hosts. With 20 hosts gating at
@@ -14,8 +17,10 @@ import { indent, sim, startCluster, type TestCluster } from '../../../helpers/fl
  * gate now hands its job back for later without spending an attempt, and integrates once the
  * branch is free.
  *
- * The contention is made deterministic: while a `<branch>.lock` file sits in the mission repo,
- * every compare-and-swap of the branch fails as one lost to another writer does.
+ * The contention is made deterministic: while `contending` is on, "another host" moves the
+ * branch right before each of the gate's writes (the seam in the in-process ref writer), so every
+ * compare-and-swap is lost as it is to a busy branch. (A lock held through a whole batch is not
+ * contention: the gate reports it, integrate.test.ts.)
  */
 let cluster: TestCluster;
 
@@ -23,6 +28,7 @@ beforeAll(async () => {
   cluster = await startCluster({ hosts: 1, slots: 1 });
 });
 afterAll(async () => {
+  resetRefWrites();
   await cluster?.stop();
 });
 
@@ -43,10 +49,19 @@ describe('a gate that keeps losing the integration branch', () => {
   it('is handed back, not failed, and integrates once the branch is free', async () => {
     const id = await cluster.submit(yaml);
     const repo = (await cluster.client.store.getMission(id)).meta.repo;
-    const lock = join(repo, '.git', 'refs', 'heads', `${integrationBranch(id)}.lock`);
-    await mkdir(dirname(lock), { recursive: true });
-    await writeFile(lock, '');
-    // Held until the gate job has started more often than its 5 attempts allow a failing job to:
+    const branch = `refs/heads/${integrationBranch(id)}`;
+    let contending = true;
+    refWrites.before = async (ref) => {
+      if (!contending || ref !== branch) return;
+      const git = (...args: string[]) => runGit(args, { cwd: repo }).then((r) => r.stdout.trim());
+      const tip = await git('rev-parse', branch);
+      await git(
+        'update-ref',
+        branch,
+        await git('commit-tree', `${tip}^{tree}`, '-p', tip, '-m', 'other host'),
+      );
+    };
+    // Contended until the gate job has started more often than its 5 attempts allow a failing job to:
     // before the fix it failed for good at the fifth, and this loop ends on that instead.
     const gateKey = `${cluster.config.prefix}:${QUEUES.mission}:${attemptJobId(id, 'solo', 1, 'gate')}`;
     let started = 0;
@@ -63,7 +78,7 @@ describe('a gate that keeps losing the integration branch', () => {
       if (finishedOn && reason) failedReason = reason;
     }
     expect(failedReason).toBeNull();
-    await rm(lock);
+    contending = false;
     const status = await cluster.client.wait(id, { pollMs: 200 });
     expect(status.status).toBe('done');
     expect(status.tasks[0]).toMatchObject({ id: 'solo', status: 'completed', attempts: 1 });
