@@ -1,5 +1,6 @@
 import type { AuditCriterion, AuditEvent, GateAction } from '../shared/audit.js';
 import { type AuditEntry, attemptJobId, dispatchQueue, type JOBS, QUEUES } from '../shared/contracts.js';
+import { requirementQueue, splitRequirementQueue } from '../shared/host-facts.js';
 
 /**
  * What the board shows of an attempt, read from the typed events of the audit trail (entries
@@ -135,10 +136,12 @@ export function attemptJobLinks(
   basePath: string,
   input: { missionId: string; taskId: string; attempt: number; runQueue?: string; capability: string },
 ): JobLink[] {
+  // A task with `requires` has its verify and critic in the queues of its requirement key.
+  const key = input.runQueue ? splitRequirementQueue(input.runQueue).key : undefined;
   const stages: [keyof typeof JOBS, string][] = [
     ['run', input.runQueue ?? dispatchQueue(input.capability)],
-    ['verify', QUEUES.verify],
-    ['critic', QUEUES.critic],
+    ['verify', requirementQueue(QUEUES.verify, key)],
+    ['critic', requirementQueue(QUEUES.critic, key)],
     ['gate', QUEUES.mission],
   ];
   return stages.map(([stage, queue]) => {

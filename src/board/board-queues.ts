@@ -5,14 +5,29 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import { CAPABILITIES } from '../shared/capabilities.js';
 import { dispatchQueue, QUEUES } from '../shared/contracts.js';
+import { requirementQueue } from '../shared/host-facts.js';
 import type { RedisClient } from '../shared/redis.js';
+import { requirementSetsKey } from '../shared/store/keys.js';
 import { listHosts } from '../shared/store/registry.js';
 
-/** Every flotilla queue: the fixed ones, each vocabulary capability, and whatever live hosts add. */
-export function boardQueueNames(extraCapabilities: readonly string[] = []): string[] {
+/**
+ * Every flotilla queue: the fixed ones, each vocabulary capability, whatever live hosts add, and
+ * the variants of verify, critic and the live capabilities for each requirement set tasks named.
+ */
+export function boardQueueNames(
+  extraCapabilities: readonly string[] = [],
+  requirementKeys: readonly string[] = [],
+): string[] {
   const fixed = [QUEUES.mission, QUEUES.verify, QUEUES.critic, QUEUES.internal];
   const capabilities = [...CAPABILITIES, ...[...extraCapabilities].sort()];
-  return [...new Set([...fixed, ...capabilities.map(dispatchQueue)])];
+  const variants = [...requirementKeys]
+    .sort()
+    .flatMap((key) =>
+      [QUEUES.verify, QUEUES.critic, ...[...extraCapabilities].sort().map(dispatchQueue)].map((queue) =>
+        requirementQueue(queue, key),
+      ),
+    );
+  return [...new Set([...fixed, ...capabilities.map(dispatchQueue), ...variants])];
 }
 
 /** Adapters may add capability terms; a host advertising one should show its queue without a restart. */
@@ -64,10 +79,13 @@ export class BoardQueues {
   /** Adds queues for capabilities live hosts advertise; at most once per REFRESH_MS. */
   refresh(now = Date.now()): Promise<void> {
     if (now - this.refreshedAt < REFRESH_MS) return Promise.resolve();
-    this.refreshing ??= listHosts(this.redis, this.prefix)
-      .then((hosts) => {
+    this.refreshing ??= Promise.all([
+      listHosts(this.redis, this.prefix),
+      this.redis.hkeys(requirementSetsKey(this.prefix)),
+    ])
+      .then(([hosts, keys]) => {
         const extra = hosts.flatMap((h) => h.clis.flatMap((c) => c.capabilities));
-        for (const name of boardQueueNames(extra)) this.add(name);
+        for (const name of boardQueueNames(extra, keys)) this.add(name);
         this.refreshedAt = Date.now();
       })
       .finally(() => {

@@ -14,11 +14,13 @@ export interface OptionSpec {
   readonly short?: string;
   /** Placeholder for the value in help (`DIR`, `N`); string options only. */
   readonly value?: string;
+  /** May be given more than once (`--label a=1 --label b=2`): its value is then a list. */
+  readonly multiple?: boolean;
   readonly help: string;
 }
 
 export interface Parsed {
-  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  readonly values: Readonly<Record<string, string | boolean | string[] | undefined>>;
   readonly positionals: readonly string[];
 }
 
@@ -52,7 +54,11 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
   const options = Object.fromEntries(
     Object.entries(spec.options).map(([name, option]) => [
       name,
-      option.short ? { type: option.type, short: option.short } : { type: option.type },
+      {
+        type: option.type,
+        ...(option.short ? { short: option.short } : {}),
+        ...(option.multiple ? { multiple: true } : {}),
+      },
     ]),
   );
   let parsed: ReturnType<typeof parseArgs>;
@@ -138,8 +144,14 @@ export function positiveInt(value: unknown, name: string, fallback: number): num
   return n;
 }
 
-export function stringOption(value: string | boolean | undefined): string | undefined {
+export function stringOption(value: string | boolean | string[] | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The values of an option given any number of times (`multiple`). */
+export function listOption(value: string | boolean | string[] | undefined): string[] {
+  if (Array.isArray(value)) return value;
+  return typeof value === 'string' ? [value] : [];
 }
 
 /** A required positional; its absence is a usage error that points at the command's help. */

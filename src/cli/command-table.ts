@@ -1,6 +1,7 @@
 import { DEFAULT_SLOTS } from '../shared/config.js';
+import { parseLabel } from '../workers/agent/host-facts.js';
 import { adapters, internal, slots } from './command-options.js';
-import { type CommandSpec, positiveInt, required, stringOption } from './command-spec.js';
+import { type CommandSpec, listOption, positiveInt, required, stringOption } from './command-spec.js';
 import { OPERATE_COMMANDS } from './command-table-operate.js';
 import { answer, cancel, report, status, submit } from './commands/missions.js';
 import { receipt, verify } from './commands/receipt.js';
@@ -103,8 +104,28 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
         type: 'boolean',
         help: 'run every agent CLI under bubblewrap (bwrap), writable only in its checkout',
       },
+      tool: {
+        type: 'string',
+        value: 'NAME',
+        multiple: true,
+        help: "a toolchain to probe and advertise for tasks' requires.tools, like docker or 'ruby=ruby -v' (repeatable; default git, node)",
+      },
+      label: {
+        type: 'string',
+        value: 'KEY=VALUE',
+        multiple: true,
+        help: "an operator label for tasks' requires.labels, like region=eu (repeatable)",
+      },
+      facts: {
+        type: 'string',
+        value: 'FILE',
+        help: 'a YAML file whose os, arch, tools and labels replace what the host detects',
+      },
     },
-    examples: ['REDIS_URL=redis://redis.internal:6379 flotilla worker --slots 4'],
+    examples: [
+      'REDIS_URL=redis://redis.internal:6379 flotilla worker --slots 4',
+      'flotilla worker --tool docker --tool python3 --label gpu=a100 --label region=eu',
+    ],
     run: ({ values }, { config, io }) =>
       worker(
         {
@@ -114,6 +135,11 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
           internalCli: stringOption(values.internal),
           graceMs: positiveInt(values.grace, 'grace', 30) * 1000,
           sandbox: values.sandbox === true,
+          facts: {
+            tools: listOption(values.tool),
+            labels: Object.fromEntries(listOption(values.label).map(parseLabel)),
+            ...(stringOption(values.facts) ? { file: stringOption(values.facts) } : {}),
+          },
         },
         config(),
         io,

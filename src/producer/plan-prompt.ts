@@ -120,6 +120,7 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   allowed_paths: 'folders every task may write, like [src/, test/]; leave out unless the goal limits them',
   setup: 'the same as the top-level setup; leave out',
   setup_inputs: 'leave out',
+  requires: 'what every machine must have ({ os: [linux], tools: [docker] }); leave out',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
@@ -142,6 +143,8 @@ const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
   cli: 'leave out',
   setup: "this task's own setup commands, replacing the mission's; leave out",
   setup_inputs: 'leave out',
+  requires:
+    "what the task's machine must have, like { os: [linux], tools: ['node>=20'] }; leave out unless the goal names a platform",
   control_mode: `overrides defaults.control_mode: ${CONTROL_MODES.join(', ')}`,
   max_attempts: 'overrides defaults.max_attempts',
   timeout: 'overrides defaults.timeout',

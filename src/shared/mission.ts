@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { CONTROL_MODES, TASK_KINDS } from './capabilities.js';
 import { parseDuration } from './duration.js';
+import {
+  canonicalRequirements,
+  isEmptyRequirements,
+  PLATFORMS,
+  parseToolRequirement,
+  type Requirements,
+  type ToolRequirement,
+} from './host-facts.js';
 
 /**
  * The mission file's shape. Unknown fields are errors (a typo must not silently drop a setting);
@@ -47,6 +55,33 @@ const checkpointInterval = z.unknown().transform((value, ctx) => {
   return ms;
 });
 
+/**
+ * `requires`: what a task's machine must have (shared/host-facts.ts). Only hosts that satisfy it
+ * take the task's run, verify and critic; a task no live host satisfies waits, saying what is missing.
+ */
+const requires = z
+  .object({
+    os: z.array(z.enum(PLATFORMS)).min(1).optional(),
+    arch: z.array(z.string().min(1)).min(1).optional(),
+    tools: z
+      .array(
+        z.string().transform((text, ctx): ToolRequirement => {
+          const tool = parseToolRequirement(text);
+          if (!tool) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `expected a tool name with an optional version, like docker or 'node>=20', got '${text}'`,
+            });
+            return z.NEVER;
+          }
+          return tool;
+        }),
+      )
+      .optional(),
+    labels: z.record(z.string().min(1), z.string()).optional(),
+  })
+  .strict();
+
 /** `escalate: [tier, cli]`: what a retry changes after a failed attempt (stages/run/escalate.ts). */
 const escalate = z
   .array(z.enum(['tier', 'cli']))
@@ -73,6 +108,7 @@ export const defaultsSchema = z
     allowed_paths: z.array(z.string()).optional(),
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
+    requires: requires.optional(),
   })
   .strict();
 
@@ -109,6 +145,7 @@ export const taskSchema = z
     escalate: escalate.optional(),
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
+    requires: requires.optional(),
   })
   .strict();
 
@@ -162,6 +199,8 @@ export interface TaskSpec {
    * checkout by the hash of `inputs` (empty: the usual lockfiles). Absent: no setup.
    */
   readonly setup?: { readonly commands: readonly string[]; readonly inputs: readonly string[] };
+  /** What the task's machine must have (`requires`; a task's own replaces the defaults'); absent: any host. */
+  readonly requires?: Requirements;
 }
 
 /** A validated mission: what submit stores in Redis. */
@@ -197,7 +236,9 @@ export function normalizeTask(
   const kind = task.kind ?? defaults.kind ?? 'coding';
   const commands = task.setup ?? mission.setup ?? defaults.setup ?? [];
   const inputs = task.setup_inputs ?? mission.setup_inputs ?? defaults.setup_inputs ?? [];
+  const requires = task.requires ?? defaults.requires;
   return {
+    ...(!isEmptyRequirements(requires) && requires ? { requires: canonicalRequirements(requires) } : {}),
     ...(commands.length > 0 ? { setup: { commands, inputs } } : {}),
     id: task.id,
     title: task.title,

@@ -44,6 +44,8 @@ export interface WorkerOptions {
   readonly graceSeconds?: number;
   readonly logLevel?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /** More `flotilla worker` arguments (`--facts FILE`, `--label k=v`). */
+  readonly args?: readonly string[];
 }
 
 export interface LogLine {
@@ -116,6 +118,7 @@ export async function startWorker(cluster: Cluster, options: WorkerOptions): Pro
     ...['--host-id', options.hostId],
     ...['--slots', String(options.slots ?? 2)],
     ...(options.graceSeconds ? ['--grace', String(options.graceSeconds)] : []),
+    ...(options.args ?? []),
   ];
   const child = spawn(process.execPath, args, { env, cwd: options.home, stdio: ['ignore', 'pipe', 'pipe'] });
   const worker = wrap(child, options);

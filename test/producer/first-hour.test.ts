@@ -99,6 +99,49 @@ describe('defaults', () => {
   });
 });
 
+describe('requires', () => {
+  it('is parsed onto the task, the defaults taking the place of a task that gives none', async () => {
+    const file = await write('m.yaml', [
+      'goal: g',
+      "defaults: { requires: { os: [linux], tools: ['node>=20', docker] } }",
+      'tasks:',
+      '  - { id: a, title: A, exit_criteria: [x] }',
+      '  - { id: b, title: B, exit_criteria: [x], requires: { labels: { region: eu } } }',
+    ]);
+    const { mission, problems } = await loadMission(file);
+    expect(problems).toEqual([]);
+    expect(mission?.tasks.map((t) => t.requires)).toEqual([
+      { os: ['linux'], tools: [{ name: 'docker' }, { name: 'node', op: '>=', version: '20' }] },
+      { labels: { region: 'eu' } },
+    ]);
+  });
+
+  it('names an unknown key, an unknown platform and a tool it cannot read, each with its line', async () => {
+    const file = await write('m.yaml', [
+      'goal: g',
+      'tasks:',
+      "  - { id: a, title: A, exit_criteria: [x], requires: { tool: ['node>=20'] } }",
+      '  - { id: b, title: B, exit_criteria: [x], requires: { os: [macos] } }',
+      "  - { id: c, title: C, exit_criteria: [x], requires: { tools: ['node>>20'] } }",
+    ]);
+    const { problems } = await loadMission(file);
+    const lines = problems.map(formatProblem);
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /m\.yaml:3: tasks\[0\]\.requires\.tool: unknown field 'tool' — did you mean 'tools'\?/,
+      ),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/m\.yaml:4: tasks\[1\]\.requires\.os\[0\]: .*linux.*darwin/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /m\.yaml:5: tasks\[2\]\.requires\.tools\[0\]: expected a tool name with an optional version, like docker or 'node>=20', got 'node>>20'/,
+      ),
+    );
+  });
+});
+
 describe('a misspelt field or capability', () => {
   it('`titel` gets a did-you-mean (a swap of two letters is one slip)', async () => {
     const file = await write('m.yaml', ['goal: g', 'tasks:', '  - { id: a, titel: A, exit_criteria: [x] }']);

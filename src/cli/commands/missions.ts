@@ -5,6 +5,7 @@ import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import { ATTEMPT_REF_PREFIX } from '../../shared/contracts.js';
 import { formatProblem } from '../../shared/errors.js';
+import type { HostFacts } from '../../shared/host-facts.js';
 import { listHosts } from '../../shared/store/registry.js';
 import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
 import type { Io } from '../io.js';
@@ -181,10 +182,26 @@ export async function hosts(args: { json: boolean }, config: Config, io: Io): Pr
     if (list.length === 0) io.out('no live hosts');
     for (const h of list) {
       io.out(`${h.hostId}  slots ${h.slots}  running ${h.running}  heartbeat ${h.heartbeatAt}`);
+      if (h.facts) io.out(`  ${describeFacts(h.facts)}`);
       for (const c of h.clis) io.out(`  ${c.displayName} ${c.version ?? ''}: ${c.capabilities.join(', ')}`);
       for (const d of h.disabled) io.out(`  ${d.cli}: disabled — ${d.reason}`);
       for (const c of h.coolingDown) io.out(`  ${c.cli}: cooling down until ${c.until}`);
     }
     return 0;
   });
+}
+
+/** `linux/x64  tools git 2.39.5, node 20.20.2, docker absent  labels region=eu`. */
+export function describeFacts(facts: HostFacts): string {
+  const tools = Object.entries(facts.tools).map(
+    ([name, version]) => `${name} ${version === null ? 'absent' : version || '(version unknown)'}`,
+  );
+  const labels = Object.entries(facts.labels).map(([key, value]) => `${key}=${value}`);
+  return [
+    `${facts.os}/${facts.arch}`,
+    tools.length ? `tools ${tools.join(', ')}` : '',
+    labels.length ? `labels ${labels.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('  ');
 }

@@ -1,6 +1,7 @@
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
+import type { FactsOptions } from '../../workers/agent/host-facts.js';
 import { type CloseOutcome, startHost } from '../../workers/host/host.js';
 import { describeStop } from '../../workers/host/shutdown.js';
 import { assertGitVersion } from '../../workers/workspace/git.js';
@@ -19,6 +20,8 @@ export async function worker(
     graceMs: number;
     /** Every agent CLI under bwrap, writable only in its checkout (`--sandbox`). */
     sandbox?: boolean;
+    /** `--tool`, `--label`, `--facts`. */
+    facts?: FactsOptions;
   },
   config: Config,
   io: Io,
@@ -40,6 +43,7 @@ export async function worker(
     graceMs: args.graceMs,
     pruneCaches: true,
     ...(args.sandbox ? { sandbox: { bwrap: 'bwrap' } } : {}),
+    ...(args.facts ? { facts: args.facts } : {}),
   });
   if (host.clis.length === 0) {
     logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');

@@ -1,5 +1,6 @@
 import type { FlowJob } from 'bullmq';
 import { type AttemptRef, attemptJobId, JOBS, QUEUES, type RunJobData } from '../contracts.js';
+import { requirementQueue } from '../host-facts.js';
 import { withSignature } from '../signing.js';
 import { INFRA_ATTEMPTS, RETENTION } from './queues.js';
 
@@ -7,6 +8,8 @@ export interface AttemptFlowInput extends AttemptRef {
   /** The queue the route chose: `dispatch.<capability>` or `dispatch.internal`. */
   readonly queue: string;
   readonly capability: string;
+  /** The key of the task's `requires`: its verify and critic go to that key's queues, like its run. */
+  readonly requirementsKey?: string;
   readonly cli?: string;
   /** Backoff before the run starts (retries). */
   readonly delayMs?: number;
@@ -39,13 +42,13 @@ export function buildAttemptFlow(input: AttemptFlowInput): FlowJob {
     children: [
       {
         name: JOBS.critic,
-        queueName: QUEUES.critic,
+        queueName: requirementQueue(QUEUES.critic, input.requirementsKey),
         data: stage,
         opts: { ...childOpts, jobId: id('critic') },
         children: [
           {
             name: JOBS.verify,
-            queueName: QUEUES.verify,
+            queueName: requirementQueue(QUEUES.verify, input.requirementsKey),
             data: stage,
             opts: { ...childOpts, jobId: id('verify') },
             children: [

@@ -1,4 +1,5 @@
 import { attemptJobId, finalizeJobId, JOBS, QUEUES } from '../contracts.js';
+import type { Requirements } from '../host-facts.js';
 import type { Logger } from '../logger.js';
 import type { TaskSpec } from '../mission.js';
 import { withSignature } from '../signing.js';
@@ -53,6 +54,13 @@ export async function enqueueAttempts(
     // Routed like a pin, but the user pinned nothing: the reason says who chose the CLI.
     return 'escalated' in item ? { ...routed, reason: `escalated: ${routed.reason}` } : routed;
   });
+  // Hosts serve a requirement's queues only once they know it: named before any of its jobs.
+  const sets = new Map<string, Requirements>();
+  attempts.forEach((item, i) => {
+    const key = routes[i]?.requirementsKey;
+    if (key && item.task.requires) sets.set(key, item.task.requires);
+  });
+  await ctx.store.registerRequirements(sets);
   const missionQueue = ctx.queues.get(QUEUES.mission);
   const fresh: { item: AttemptToEnqueue; route: Route }[] = [];
   // Batches bound one pipeline and one MULTI when a submit enqueues thousands of roots at once.
@@ -80,6 +88,7 @@ export async function enqueueAttempts(
           attempt: item.attempt,
           queue: route.queue,
           capability: route.capability,
+          ...(route.requirementsKey ? { requirementsKey: route.requirementsKey } : {}),
           cli: item.task.cli,
           delayMs: item.delayMs,
           priority: item.task.priority,

@@ -1,5 +1,14 @@
 import type { ControlMode } from '../capabilities.js';
 import { dispatchQueue, QUEUES } from '../contracts.js';
+import {
+  formatTool,
+  type HostFacts,
+  noHostSatisfies,
+  type Requirements,
+  requirementQueue,
+  requirementsKey,
+  unmet,
+} from '../host-facts.js';
 import type { TaskSpec } from '../mission.js';
 import { type CliOffer, findAffinity, isImplementation, matchOffers, splitCapabilities } from './match.js';
 
@@ -19,11 +28,18 @@ export interface LiveHost {
   }[];
   /** True when the host is configured with an internal adapter and so serves dispatch.internal. */
   readonly internal: boolean;
+  /** Its platform, toolchains and labels; a host that advertises none satisfies no `requires`. */
+  readonly facts?: HostFacts;
 }
 
 export interface Route {
-  /** Always `dispatchQueue(capability)`, so a run job's `capability` names its queue. */
+  /**
+   * `dispatchQueue(capability)`, so a run job's `capability` names its queue; for a task with
+   * `requires`, that queue's variant for its requirement key (requirementQueue).
+   */
   readonly queue: string;
+  /** The key of the task's `requires`: its verify and critic jobs go to that key's queues too. */
+  readonly requirementsKey?: string;
   readonly capability: string;
   readonly how: 'exact' | 'affinity' | 'internal' | 'pinned' | 'waiting';
   readonly reason: string;
@@ -34,6 +50,38 @@ export interface Route {
 type ClusterOffer = CliOffer & { readonly hosts: readonly string[] };
 
 export function routeTask(task: TaskSpec, hosts: readonly LiveHost[]): Route {
+  if (!task.requires) return routeOver(task, hosts);
+  const requires = task.requires;
+  const key = requirementsKey(requires);
+  const able = hosts.filter((host) => host.facts && unmet(host.facts, requires).length === 0);
+  const route = routeOver(task, able);
+  const keyed = { ...route, queue: requirementQueue(route.queue, key), requirementsKey: key };
+  if (able.length > 0)
+    return { ...keyed, reason: `${route.reason}; requires ${describeRequirements(requires)}` };
+  const known = hosts.map((host) => ({
+    hostId: host.hostId,
+    facts: host.facts ?? { os: 'unknown', arch: 'unknown', tools: {}, labels: {} },
+  }));
+  return { ...keyed, how: 'waiting', reason: noHostSatisfies(known, requires) ?? route.reason };
+}
+
+/** `os linux, tools docker, node>=20, labels region=eu`. */
+export function describeRequirements(requires: Requirements): string {
+  return [
+    requires.os?.length ? `os ${requires.os.join(' or ')}` : '',
+    requires.arch?.length ? `arch ${requires.arch.join(' or ')}` : '',
+    requires.tools?.length ? `tools ${requires.tools.map(formatTool).join(', ')}` : '',
+    Object.keys(requires.labels ?? {}).length
+      ? `labels ${Object.entries(requires.labels ?? {})
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')}`
+      : '',
+  ]
+    .filter(Boolean)
+    .join('; ');
+}
+
+function routeOver(task: TaskSpec, hosts: readonly LiveHost[]): Route {
   const offers = unionOffers(hosts);
   const wanted = splitCapabilities(task.capability);
   const first = wanted[0] ?? 'internal';

@@ -1,5 +1,7 @@
+import { canonicalJson } from '../canonical-json.js';
+import type { Requirements } from '../host-facts.js';
 import type { RedisClient } from '../redis.js';
-import { controlChannel, handbackKey, lockKey } from './keys.js';
+import { controlChannel, handbackKey, lockKey, requirementSetsKey } from './keys.js';
 import { type HostInfo, listHosts, type RoutableHost, routableHosts } from './registry.js';
 
 /**
@@ -7,7 +9,8 @@ import { type HostInfo, listHosts, type RoutableHost, routableHosts } from './re
  * spec, `unpark` frees the checkout a host parked for an attempt whose next stage runs elsewhere.
  */
 export interface ControlMessage {
-  type: 'cancel' | 'finished' | 'unpark';
+  /** `requirements`: a new requirement set was named; hosts re-read them (missionId empty). */
+  type: 'cancel' | 'finished' | 'unpark' | 'requirements';
   missionId: string;
   /** For `unpark`: the attempt (`<mission>/<task>/<attempt>`) whose parked checkout is free. */
   key?: string;
@@ -34,6 +37,31 @@ export class Cluster {
   /** The live hosts' routing view (advertised CLIs less disabled and cooling ones). */
   async liveHosts(): Promise<RoutableHost[]> {
     return routableHosts(await listHosts(this.redis, this.prefix));
+  }
+
+  /**
+   * Records requirement sets by key (idempotent); when one is new, tells every host, so a host
+   * that satisfies it starts serving its queues before the first job waits long.
+   */
+  async registerRequirements(sets: ReadonlyMap<string, Requirements>): Promise<void> {
+    if (sets.size === 0) return;
+    const fields = [...sets].flatMap(([key, requires]) => [key, canonicalJson(requires)]);
+    const added = await this.redis.hset(requirementSetsKey(this.prefix), ...fields);
+    if (added > 0) await this.publishControl({ type: 'requirements', missionId: '' });
+  }
+
+  /** Every requirement set named so far, by key; an entry that does not parse is left out. */
+  async requirementSets(): Promise<Map<string, Requirements>> {
+    const raw = await this.redis.hgetall(requirementSetsKey(this.prefix));
+    const sets = new Map<string, Requirements>();
+    for (const [key, text] of Object.entries(raw)) {
+      try {
+        sets.set(key, JSON.parse(text) as Requirements);
+      } catch {
+        // Written only by registerRequirements; a hand-edited field is skipped, not fatal.
+      }
+    }
+    return sets;
   }
 
   async publishControl(message: ControlMessage): Promise<void> {

@@ -27,6 +27,11 @@ export function hostKey(prefix: string, hostId: string): string {
   return `${prefix}:host:${hostId}`;
 }
 
+/** The requirement sets tasks have named, by key (shared/host-facts.ts): hosts serve those they satisfy. */
+export function requirementSetsKey(prefix: string): string {
+  return `${prefix}:requirement-sets`;
+}
+
 export function controlChannel(prefix: string): string {
   return `${prefix}:control`;
 }

@@ -1,4 +1,5 @@
 import type { TaskState, TaskStatus } from '../contracts.js';
+import type { Requirements } from '../host-facts.js';
 import type { Receipt } from '../receipt.js';
 import type { RedisClient } from '../redis.js';
 import { type AuditInput, AuditLog } from './audit-log.js';
@@ -161,6 +162,14 @@ export class MissionStore {
 
   liveHosts() {
     return this.cluster.liveHosts();
+  }
+
+  registerRequirements(sets: ReadonlyMap<string, Requirements>) {
+    return this.cluster.registerRequirements(sets);
+  }
+
+  requirementSets() {
+    return this.cluster.requirementSets();
   }
 
   publishControl(message: ControlMessage) {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { HostFacts } from '../host-facts.js';
 import type { RedisClient } from '../redis.js';
 import { clusterIdKey, hostKey, hostsKey } from './keys.js';
 
@@ -24,6 +25,8 @@ export interface HostInfo {
   disabled: Array<{ cli: string; reason: string }>;
   /** CLIs cooling down after a rate-limit reply, until the given time. */
   coolingDown: Array<{ cli: string; until: string }>;
+  /** Platform, probed toolchains and operator labels (workers/host/facts.ts); absent from older hosts. */
+  facts?: HostFacts;
 }
 
 /** A host is live while its key exists; the key expires when heartbeats stop (a crash, a cut). */
@@ -64,6 +67,7 @@ export interface RoutableHost {
   readonly hostId: string;
   readonly internal: HostInfo['internal'];
   readonly clis: HostInfo['clis'];
+  readonly facts?: HostFacts;
   /** Slots not running a job at its last heartbeat: a hint, as old as the heartbeat. */
   readonly freeSlots: number;
 }
@@ -73,6 +77,7 @@ export function routableHosts(hosts: readonly HostInfo[], now = Date.now()): Rou
     hostId: host.hostId,
     internal: host.internal,
     freeSlots: Math.max(0, host.slots - host.running),
+    ...(host.facts ? { facts: host.facts } : {}),
     clis: host.clis.filter(
       (c) =>
         !host.disabled.some((d) => d.cli === c.cli) &&

@@ -10,6 +10,8 @@ export interface ControlTargets {
   readonly missions: Map<string, unknown>;
   /** The jobs running on this host, each with the worker that holds it. */
   readonly active: ReadonlyMap<string, Worker>;
+  /** A new requirement set was named: the host serves its queues if it satisfies it. */
+  readonly onRequirements?: () => void;
 }
 
 /**
@@ -28,7 +30,7 @@ export async function listenForControl(
   return subscriber;
 }
 
-function obeyControl(message: string, { missions, active }: ControlTargets): void {
+function obeyControl(message: string, { missions, active, onRequirements }: ControlTargets): void {
   let parsed: { type?: string; missionId?: string; key?: string };
   try {
     parsed = JSON.parse(message) as typeof parsed;
@@ -39,6 +41,7 @@ function obeyControl(message: string, { missions, active }: ControlTargets): voi
   if (parsed.type === 'finished' && parsed.missionId) missions.delete(parsed.missionId);
   // The attempt's next stage took a checkout on another host: ours, parked for it, is free.
   if (parsed.type === 'unpark' && parsed.key) void unparkEverywhere(parsed.key);
+  if (parsed.type === 'requirements') onRequirements?.();
   if (parsed.type === 'cancel' && parsed.missionId) {
     for (const [jobId, worker] of active) {
       if (jobId.startsWith(`${parsed.missionId}.`)) worker.cancelJob(jobId, MISSION_CANCELLED);

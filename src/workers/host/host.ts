@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Config, DEFAULT_SLOTS } from '../../shared/config.js';
 import { dispatchQueue, JOBS, QUEUES } from '../../shared/contracts.js';
+import { requirementQueue, splitRequirementQueue, unmet } from '../../shared/host-facts.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { QueueSet } from '../../shared/queue/queues.js';
 import { readSigningKey } from '../../shared/receipt.js';
@@ -14,6 +15,7 @@ import { createTelemetry } from '../../shared/telemetry.js';
 import { detectClis } from '../agent/adapters/detect.js';
 import { loadAdaptersOrThrow } from '../agent/adapters/load-adapters.js';
 import { cliGroupsDir, createCliGroups } from '../agent/cli-groups.js';
+import { detectFacts, type FactsOptions } from '../agent/host-facts.js';
 import { keepFromChildren, redisUrlSecrets } from '../agent/private-env.js';
 import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
@@ -57,6 +59,8 @@ export interface HostOptions {
   readonly pruneCaches?: boolean;
   /** Run every agent CLI under bwrap (`flotilla worker --sandbox`); checked before anything starts. */
   readonly sandbox?: Sandbox;
+  /** The toolchains to probe, the operator's labels and a facts file (agent/host-facts.ts). */
+  readonly facts?: FactsOptions;
 }
 
 export type { CloseOutcome } from './shutdown.js';
@@ -134,6 +138,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
       'FLOTILLA_SECRET is not set: jobs are not signed, and anyone who can write to this Redis can make this host run commands',
     );
   }
+  const facts = await detectFacts(options.facts);
   const signingKey = config.signingKeyFile ? await readSigningKey(config.signingKeyFile) : undefined;
   const internalCli = options.internalCli ?? clis.find((c) => c.adapter.config.internal)?.adapter.cli;
   const slots = options.slots ?? DEFAULT_SLOTS;
@@ -200,6 +205,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     coolingDown: [...coolingUntil]
       .filter(([, until]) => until > Date.now())
       .map(([cli, until]) => ({ cli, until: new Date(until).toISOString() })),
+    facts,
   });
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const publish = () => publishHost(redis, config.prefix, info(), heartbeatMs * 3);
@@ -257,7 +263,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     return [...caps];
   };
   /** The CLIs that can run a dispatch queue's jobs here: not disabled, offering its capability. */
-  function clisServing(queue: string): string[] {
+  function clisServing(requirementVariant: string): string[] {
+    const queue = splitRequirementQueue(requirementVariant).base;
     if (queue === QUEUES.internal) return internalCli && !disabled.has(internalCli) ? [internalCli] : [];
     return clis
       .filter((c) => !disabled.has(c.adapter.cli))
@@ -266,10 +273,17 @@ export async function startHost(options: HostOptions): Promise<Host> {
   }
   const runProcessor: Processor = (job, token, signal) => runAttempt(ctx, job, token, signal);
   // Dispatch queues are fetched on demand: a job only when a slot of a CLI that can run it is free.
+  // A requirement set this host satisfies adds its variants of every queue the host would serve.
+  let satisfied: string[] = [];
   async function reconcileDispatchWorkers() {
-    const wanted = new Set(servedCapabilities().map(dispatchQueue));
-    if (internalCli && !disabled.has(internalCli)) wanted.add(QUEUES.internal);
+    const plain = servedCapabilities().map(dispatchQueue);
+    if (internalCli && !disabled.has(internalCli)) plain.push(QUEUES.internal);
+    const wanted = new Set([
+      ...plain,
+      ...satisfied.flatMap((key) => plain.map((q) => requirementQueue(q, key))),
+    ]);
     for (const queue of wanted) serve(queue, runProcessor, { onDemand: true });
+    for (const key of satisfied) serveStages(key);
     for (const queue of [...workers.keys()]) {
       if (queue.startsWith('dispatch.') && !wanted.has(queue)) {
         pools.unserve(queue);
@@ -279,14 +293,40 @@ export async function startHost(options: HostOptions): Promise<Host> {
     pools.replan();
   }
 
+  /** The verify and critic queues of a requirement key (none: the plain ones every host serves). */
+  function serveStages(key?: string) {
+    serve(requirementQueue(QUEUES.verify, key), (job, _token, signal) => verifyAttempt(ctx, job, signal), {
+      concurrency: slots,
+    });
+    // Most critic jobs pass straight through (no critic, or verify failed), so the queue is not
+    // planned from the slots; a review that finds none free is handed to a host with one (critic/).
+    serve(
+      requirementQueue(QUEUES.critic, key),
+      (job, token, signal) => reviewAttempt(ctx, job, token, signal),
+      {
+        concurrency: slots,
+        takesSlots: true,
+      },
+    );
+  }
+  /** Re-reads the cluster's requirement sets and serves the queues of each one this host satisfies. */
+  async function reconcileRequirements() {
+    const sets = await store.requirementSets();
+    const now = [...sets].filter(([, requires]) => unmet(facts, requires).length === 0).map(([key]) => key);
+    const added = now.filter((key) => !satisfied.includes(key));
+    satisfied = [...new Set([...satisfied, ...now])];
+    if (added.length > 0) {
+      logger.info(
+        { keys: added },
+        `serving the queues of ${added.length} requirement set(s) this host satisfies`,
+      );
+      await reconcileDispatchWorkers();
+    }
+  }
+
+  serveStages();
+  await reconcileRequirements();
   await reconcileDispatchWorkers();
-  serve(QUEUES.verify, (job, _token, signal) => verifyAttempt(ctx, job, signal), { concurrency: slots });
-  // Most critic jobs pass straight through (no critic, or verify failed), so the queue is not
-  // planned from the slots; a review that finds none free is handed to a host with one (critic/).
-  serve(QUEUES.critic, (job, token, signal) => reviewAttempt(ctx, job, token, signal), {
-    concurrency: slots,
-    takesSlots: true,
-  });
   serve(
     QUEUES.mission,
     (job, token) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job, token)),
@@ -309,6 +349,10 @@ export async function startHost(options: HostOptions): Promise<Host> {
   heartbeat.unref();
   const sweepMs = options.sweepMs ?? SWEEP_MS;
   const sweeper = setInterval(() => {
+    // A control message may be missed (a reconnect); the sweep's interval catches up.
+    reconcileRequirements().catch((error: Error) =>
+      logger.debug({ err: error.message }, 'reading requirement sets failed'),
+    );
     sweepMissions(ctx, sweepMs).catch((error: Error) => logger.debug({ err: error.message }, 'sweep failed'));
     forgetEndedMissions(ctx).catch((error: Error) => logger.debug({ err: error.message }, 'forget failed'));
   }, sweepMs);
@@ -321,7 +365,14 @@ export async function startHost(options: HostOptions): Promise<Host> {
   }, AGE_CHECK_MS);
   ager.unref();
 
-  const subscriber = await listenForControl(redis, config.prefix, { missions: ctx.missions, active });
+  const subscriber = await listenForControl(redis, config.prefix, {
+    missions: ctx.missions,
+    active,
+    onRequirements: () =>
+      void reconcileRequirements().catch((error: Error) =>
+        logger.debug({ err: error.message }, 'reading requirement sets failed'),
+      ),
+  });
   logger.info(
     { capabilities: servedCapabilities(), slots, internal: internalCli ?? null },
     `host ${hostId} serving ${clis.length} CLI(s): ${clis.map((c) => c.adapter.displayName).join(', ') || 'none'}`,

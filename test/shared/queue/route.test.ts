@@ -136,3 +136,44 @@ describe('routeTask', () => {
     });
   });
 });
+
+describe('routeTask with requires', () => {
+  const facts = (os: string, tools: Record<string, string | null> = {}) => ({
+    os,
+    arch: 'x64',
+    tools,
+    labels: {},
+  });
+  const onLinux: LiveHost = { ...hostB, hostId: 'linux-1', facts: facts('linux', { docker: '27.0.3' }) };
+  const onDarwin: LiveHost = { ...hostB, hostId: 'mac-1', facts: facts('darwin') };
+  const noFacts: LiveHost = { ...hostB, hostId: 'old-1' };
+
+  it('routes to the queue of its requirement key over the hosts that satisfy it', () => {
+    const route = routeTask(task({ capability: 'testing', requires: { os: ['darwin'] } }), [
+      onLinux,
+      onDarwin,
+    ]);
+    expect(route.how).toBe('exact');
+    expect(route.requirementsKey).toMatch(/^[0-9a-f]{12}$/);
+    expect(route.queue).toBe(`${dispatchQueue('testing')}~${route.requirementsKey}`);
+    expect(route.reason).toContain('(on host mac-1)');
+    expect(route.reason).toContain('requires os darwin');
+  });
+
+  it('waits, saying what is missing, when no live host satisfies it', () => {
+    const route = routeTask(task({ capability: 'testing', requires: { tools: [{ name: 'docker' }] } }), [
+      onDarwin,
+      noFacts,
+    ]);
+    expect(route.how).toBe('waiting');
+    expect(route.reason).toBe('no live host has docker; 2 hosts lack it');
+    // Still its key's queue: a host with docker that joins serves it.
+    expect(route.queue).toBe(`${dispatchQueue('testing')}~${route.requirementsKey}`);
+  });
+
+  it('leaves a task without requires on the plain queue', () => {
+    const route = routeTask(task({ capability: 'testing' }), [onLinux]);
+    expect(route.queue).toBe(dispatchQueue('testing'));
+    expect(route.requirementsKey).toBeUndefined();
+  });
+});
