@@ -127,7 +127,7 @@ describe('problems, one mistake at a time', () => {
           [
             5,
             'tasks[0].dependson',
-            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score, escalate, setup, setup_inputs)",
+            "unknown field 'dependson' — did you mean 'depends_on'? (expected one of: id, title, description, capability, task_type, kind, division, languages, frameworks, agent, depends_on, exit_criteria, allowed_paths, files, critic, cli, control_mode, max_attempts, timeout, min_score, escalate, setup, setup_inputs, requires)",
           ],
         ],
       },
