@@ -3,7 +3,7 @@
  * monitor, where a file written and seen again says every event before it has been read. Each is
  * named after the process that made it (`flotilla-monitor-<pid>-XXXXXX`) and removed however the
  * process ends: by the monitor's close(), by an `exit` hook (a run that ends without closing its
- * monitor, a second Ctrl-C's process.exit()), and, for a process killed outright, by the next
+ * monitor, the exit a second Ctrl-C forces), and, for a process killed outright, by the next
  * process that makes one, which removes those of processes no longer alive.
  */
 import { readdirSync, rmSync } from 'node:fs';
