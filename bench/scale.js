@@ -83,7 +83,7 @@ async function submitOnly(size, log) {
     const t0 = now();
     const spec = await loadMissionOrThrow(file);
     const t1 = now();
-    const { id } = await client.submit(spec);
+    const { id } = await client.submitSpec(spec);
     const t2 = now();
     const memAfter = await usedMemory(redis.admin);
     const store = client.store;

@@ -3,12 +3,16 @@
  * submitted mission's workspace ready. Scripts and the CLI use this one.
  */
 
-import { type ClientOptions, FlotillaClient as ProducerClient } from './producer/client.js';
+import {
+  type ClientOptions,
+  FlotillaClient as ProducerClient,
+  type SubmitOptions,
+} from './producer/client.js';
 import type { MissionEvent } from './shared/contracts.js';
-import type { MissionSpec } from './shared/mission.js';
+import type { MissionInput } from './shared/mission.js';
 import { prepareWorkspace } from './workers/workspace/prepare-workspace.js';
 
-export type { ClientOptions, SubmittedMission } from './producer/client.js';
+export type { ClientOptions, SubmitOptions, SubmittedMission } from './producer/client.js';
 
 export class FlotillaClient extends ProducerClient {
   protected static override readonly prepareWorkspace = prepareWorkspace;
@@ -23,8 +27,9 @@ async function withClient<T>(options: ClientOptions, fn: (client: FlotillaClient
   }
 }
 
-export function submitMission(mission: string | MissionSpec, options: ClientOptions = {}) {
-  return withClient(options, (client) => client.submit(mission));
+/** A path, or an object with the mission file's fields (see FlotillaClient.submit). */
+export function submitMission(mission: string | MissionInput, options: ClientOptions & SubmitOptions = {}) {
+  return withClient(options, (client) => client.submit(mission, options));
 }
 
 export function getMissionStatus(id: string, options: ClientOptions = {}) {

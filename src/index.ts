@@ -9,6 +9,7 @@ export {
   cancelMission,
   FlotillaClient,
   getMissionStatus,
+  type SubmitOptions,
   type SubmittedMission,
   submitMission,
   waitForMission,
@@ -23,7 +24,7 @@ export type {
   TaskStatus,
 } from './shared/contracts.js';
 export { type ErrorCode, FlotillaError, formatProblem, type Problem } from './shared/errors.js';
-export type { MissionSpec, TaskSpec } from './shared/mission.js';
+export { defineMission, type MissionInput } from './shared/mission.js';
 export { detectClis } from './workers/agent/adapters/detect.js';
 export { loadAdapters } from './workers/agent/adapters/load-adapters.js';
 export { type Host, type HostOptions, startHost } from './workers/host/host.js';

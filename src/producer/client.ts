@@ -2,14 +2,14 @@ import { type Config, loadConfig } from '../shared/config.js';
 import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import { type Logger, silentLogger } from '../shared/logger.js';
-import type { MissionSpec } from '../shared/mission.js';
+import type { MissionInput, MissionSpec } from '../shared/mission.js';
 import type { PrepareWorkspace } from '../shared/prepare-workspace.js';
 import { enqueueAttempt, enqueueFinalize } from '../shared/queue/enqueue.js';
 import { QueueSet } from '../shared/queue/queues.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
 import { MissionStore } from '../shared/store/mission-store.js';
 import { createTelemetry } from '../shared/telemetry.js';
-import { loadMissionOrThrow } from './load.js';
+import { loadMissionOrThrow, type MissionObjectOptions, missionFromObjectOrThrow } from './load.js';
 import { submitValidMission } from './submit.js';
 
 export interface ClientOptions {
@@ -22,6 +22,9 @@ export interface ClientOptions {
   /** How a submit makes the workspace ready; the library's client (src/client.ts) gives the workers' git. */
   readonly prepareWorkspace?: PrepareWorkspace;
 }
+
+/** Where an object's relative paths are resolved, and where agent files are read. */
+export type SubmitOptions = MissionObjectOptions;
 
 export interface SubmittedMission {
   readonly id: string;
@@ -69,9 +72,26 @@ export class FlotillaClient {
     );
   }
 
-  /** Validates (a file) and submits; an invalid mission throws before anything reaches Redis. */
-  async submit(mission: string | MissionSpec): Promise<SubmittedMission> {
-    const spec = typeof mission === 'string' ? await loadMissionOrThrow(mission) : mission;
+  /**
+   * Validates and submits a mission file (a path) or an object with the file's fields and
+   * spellings (`depends_on`, `exit_criteria`, …): the same schema, rules and defaults either way.
+   * An invalid mission throws `mission/invalid` (its `problems` name the file's lines, or the
+   * object's JSON paths) before anything reaches Redis. A relative `workspace` of an object is
+   * resolved from `options.dir` (default the current directory), as a file's is from its folder.
+   */
+  async submit(mission: string | MissionInput, options: SubmitOptions = {}): Promise<SubmittedMission> {
+    const spec =
+      typeof mission === 'string'
+        ? await loadMissionOrThrow(mission, options)
+        : await missionFromObjectOrThrow(mission, options);
+    return this.submitSpec(spec);
+  }
+
+  /**
+   * @internal Submits a mission that was already validated and normalised (the CLI's, which has
+   * printed its warnings). Not the library's API: scripts give `submit()` a path or an object.
+   */
+  submitSpec(spec: MissionSpec): Promise<SubmittedMission> {
     return submitValidMission(this.submitContext(), spec);
   }
 

@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { CAPABILITIES } from '../shared/capabilities.js';
-import { FlotillaError, type Problem } from '../shared/errors.js';
+import { FlotillaError, formatProblem, type Problem } from '../shared/errors.js';
 import {
   type MissionFile,
   type MissionSpec,
@@ -167,37 +167,120 @@ async function checkMission(file: string, text: string, options: LoadMissionOpti
     const line = lineOfPath(source, []);
     return { problems: [{ file, line, path: '', message: `${expectedTop}, got ${describeValue(raw)}` }] };
   }
+  const checked = await checkValue(
+    raw,
+    path.dirname(path.resolve(file)),
+    resolveAgentsDir(file, options),
+    options,
+  );
+  const placed = (found: Found) => toProblem(file, source, found.path, found.message, found.at);
+  const problems = sortByLine(checked.problems.map(placed));
+  const warnings = checked.warnings.map(placed);
+  return checked.mission ? { mission: checked.mission, problems, warnings } : { problems, warnings };
+}
 
+/** Where a mission given as an object (`client.submit({...})`) resolves what a file resolves beside itself. */
+export interface MissionObjectOptions extends LoadMissionOptions {
+  /**
+   * The folder a relative `workspace` is resolved from, and whose `agents/` holds the personalities
+   * when neither `agentsDir` nor `FLOTILLA_AGENTS` says otherwise; default the current directory.
+   */
+  readonly dir?: string;
+}
+
+/**
+ * A mission given as an object with the file's fields and spellings: the same schema, rules,
+ * defaults and agent files as a file. Problems name JSON paths (`tasks[1].depends_on[0]`, the list
+ * item where a file would give its line) and carry no file.
+ */
+export async function checkMissionObject(
+  input: unknown,
+  options: MissionObjectOptions = {},
+): Promise<LoadedMission> {
+  const dir = path.resolve(options.dir ?? process.cwd());
+  const chosen = options.agentsDir ?? process.env.FLOTILLA_AGENTS;
+  const agentsDir = chosen ? path.resolve(chosen) : path.join(dir, 'agents');
+  const atPath = (found: Found): Problem => ({
+    file: '',
+    path: formatPath(found.at ?? found.path),
+    message: found.message,
+  });
+  let checked: Checked;
+  try {
+    if (!isRecord(input)) {
+      const message = `expected an object with goal and tasks, got ${describeValue(input)}`;
+      return { problems: [{ file: '', path: '', message }], warnings: [] };
+    }
+    checked = await checkValue(input, dir, agentsDir, options);
+  } catch (error) {
+    // An object can hold what no file can (a getter that throws): its problem, not a crash.
+    const message = `cannot be read as a mission: ${errorText(error)}`;
+    return { problems: [{ file: '', path: '', message }], warnings: [] };
+  }
+  const problems = checked.problems.map((found) => tidyProblem(atPath(found)));
+  const warnings = checked.warnings.map((found) => tidyProblem(atPath(found)));
+  return checked.mission ? { mission: checked.mission, problems, warnings } : { problems, warnings };
+}
+
+/** For submit: the object's MissionSpec, or `mission/invalid` listing every problem by JSON path. */
+export async function missionFromObjectOrThrow(
+  input: unknown,
+  options: MissionObjectOptions = {},
+): Promise<MissionSpec> {
+  const { mission, problems } = await checkMissionObject(input, options);
+  if (mission) return mission;
+  const count = problems.length;
+  throw new FlotillaError(
+    'mission/invalid',
+    `invalid mission (${count} ${count === 1 ? 'problem' : 'problems'}):\n${problems.map((p) => `  ${formatProblem(p)}`).join('\n')}`,
+    problems,
+  );
+}
+
+/** A problem before it is placed: a path, and a deeper node for the place when there is one. */
+interface Found {
+  readonly path: PathSegment[];
+  readonly at?: PathSegment[];
+  readonly message: string;
+}
+
+interface Checked {
+  readonly mission?: MissionSpec;
+  readonly problems: Found[];
+  readonly warnings: Found[];
+}
+
+/** Schema, cross-task rules, agent files and workspace of a mission's parsed value, file or object. */
+async function checkValue(
+  raw: Record<string, unknown>,
+  missionDir: string,
+  agentsDir: string,
+  options: LoadMissionOptions,
+): Promise<Checked> {
   const parsed = missionSchema.safeParse(raw);
-  const found: { path: PathSegment[]; at?: PathSegment[]; message: string }[] = [
+  const problems: Found[] = [
     ...(parsed.success ? [] : describeIssues(parsed.error.issues, raw, missionSchema)),
     ...checkMissionRules(raw),
   ];
-  const agentsDir = resolveAgentsDir(file, options);
   const agents = await readAgents(raw, agentsDir);
-  const workspace = await checkWorkspacePath(raw.workspace, path.dirname(path.resolve(file)));
-  if (workspace) found.push({ path: ['workspace'], message: workspace });
-  const problems = sortByLine([
-    ...found.map((problem) => toProblem(file, source, problem.path, problem.message, problem.at)),
-    ...agents.missing.map((problem) => toProblem(file, source, problem.path, problem.message)),
-  ]);
+  problems.push(...agents.missing);
+  const workspace = await checkWorkspacePath(raw.workspace, missionDir);
+  if (workspace) problems.push({ path: ['workspace'], message: workspace });
   const known = [...CAPABILITIES, ...(options.adapterCapabilities ?? [])];
-  const warnings = capabilityWarnings(collectRuleTasks(raw), known).map((warning) =>
-    toProblem(file, source, warning.path, warning.message),
-  );
+  const warnings = capabilityWarnings(collectRuleTasks(raw), known);
   if (!parsed.success || problems.length > 0) return { problems, warnings };
-  return { mission: normalizeMission(parsed.data, file, agentsDir, agents.texts), problems: [], warnings };
+  return { mission: normalizeMission(parsed.data, missionDir, agentsDir, agents.texts), problems, warnings };
 }
 
 function normalizeMission(
   data: MissionFile,
-  file: string,
+  missionDir: string,
   agentsDir: string,
   agents: Readonly<Record<string, string>>,
 ): MissionSpec {
   return {
     goal: data.goal,
-    workspace: resolveWorkspace(data.workspace, path.dirname(path.resolve(file))),
+    workspace: resolveWorkspace(data.workspace, missionDir),
     base: data.base,
     budgetUsd: data.defaults.budget_usd,
     checkpointMs: data.defaults.checkpoint_interval,

@@ -23,8 +23,9 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** One problem found in a user's file; validation returns these as data. */
+/** One problem found in a user's file or object; validation returns these as data. */
 export interface Problem {
+  /** '' for a mission given as an object: its `path` alone says where. */
   file: string;
   line?: number;
   path: string;
@@ -33,6 +34,7 @@ export interface Problem {
 
 export function formatProblem(problem: Problem): string {
   const place = problem.line ? `${problem.file}:${problem.line}` : problem.file;
+  if (!place) return problem.path ? `${problem.path}: ${problem.message}` : problem.message;
   return problem.path ? `${place}: ${problem.path}: ${problem.message}` : `${place}: ${problem.message}`;
 }
 

@@ -161,7 +161,20 @@ export const missionSchema = z
   })
   .strict();
 
+/**
+ * A mission as a script writes it: the file's fields and spellings, before defaults (what
+ * `client.submit({...})` takes). The parsed, defaulted MissionSpec below is internal.
+ */
 export type MissionInput = z.input<typeof missionSchema>;
+
+/**
+ * Returns its argument: wrapping a mission object in it gives an editor the fields, their types
+ * and their docs while it is written (in TypeScript, and in JavaScript through the package's types).
+ * Nothing is checked here; `client.submit()` validates.
+ */
+export function defineMission(input: MissionInput): MissionInput {
+  return input;
+}
 export type MissionFile = z.output<typeof missionSchema>;
 export type TaskFile = z.output<typeof taskSchema>;
 

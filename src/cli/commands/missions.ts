@@ -39,7 +39,7 @@ export async function submit(
     return 2;
   }
   return withClient(config, async (client) => {
-    const submitted = await client.submit(mission);
+    const submitted = await client.submitSpec(mission);
     for (const note of submitted.notes) io.err(note);
     if (!args.wait) {
       io.out(submitted.id);

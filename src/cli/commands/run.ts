@@ -111,7 +111,7 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     if (unservable.length > 0) {
       throw new FlotillaError('mission/invalid', formatUnservable(args.file, unservable, live));
     }
-    const submitted = await client.submit(mission);
+    const submitted = await client.submitSpec(mission);
     missionId = submitted.id;
     for (const note of submitted.notes) say(note);
     say(`mission ${submitted.id} submitted (${mission.tasks.length} tasks, ${hosts.length} local host(s))`);
