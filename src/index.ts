@@ -24,6 +24,7 @@ export type {
   TaskStatus,
 } from './shared/contracts.js';
 export { type ErrorCode, FlotillaError, formatProblem, type Problem } from './shared/errors.js';
+export { formatEventLine } from './shared/event-line.js';
 export { defineMission, type MissionInput } from './shared/mission.js';
 export { detectClis } from './workers/agent/adapters/detect.js';
 export { loadAdapters } from './workers/agent/adapters/load-adapters.js';

@@ -1,9 +1,10 @@
 import { buildOverview } from '../board/mission-overview.js';
 import type { FlotillaClient } from '../client.js';
 import type { MissionStatusJson } from '../shared/contracts.js';
+import { formatEventLine } from '../shared/event-line.js';
 import type { TaskSpec } from '../shared/mission.js';
 import type { Io } from './io.js';
-import { formatEventLine, LiveTable } from './progress.js';
+import { LiveTable } from './progress.js';
 import { layoutScreen, type ScreenSize } from './screen-layout.js';
 
 /** How often the live view is redrawn; the elapsed times move even when no event arrives. */

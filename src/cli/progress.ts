@@ -1,4 +1,4 @@
-import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
+import type { MissionStatusJson } from '../shared/contracts.js';
 import { formatDuration } from '../shared/duration.js';
 
 const STATUS_ICON: Record<string, string> = {
@@ -14,14 +14,6 @@ const STATUS_ICON: Record<string, string> = {
   skipped: '⏭️',
   cancelled: '🛑',
 };
-
-/** One plain line per event, for CI logs and pipes. */
-export function formatEventLine(event: MissionEvent): string {
-  const time = event.at.slice(11, 19);
-  const who = event.taskId ? `${event.taskId}${event.attempt ? ` a${event.attempt}` : ''}` : 'mission';
-  const first = event.message.split('\n')[0] ?? '';
-  return `${time} ${who.padEnd(18)} ${(event.status ?? event.type).padEnd(10)} ${first}`;
-}
 
 /** Every task, one row each (`flotilla status <id>`): task, status, attempt, host, CLI, elapsed, score. */
 export function renderTable(status: MissionStatusJson, now = Date.now()): string[] {

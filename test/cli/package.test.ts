@@ -123,7 +123,14 @@ describe('the npm package', () => {
     try {
       const result = await execa('node', ['snippet.mjs'], { cwd: project, env, reject: false });
       expect(result.exitCode, result.stderr).toBe(0);
-      expect(result.stdout.trim().split('\n').at(-1)).toBe("done [ 'mean:completed' ]");
+      const lines = result.stdout.trim().split('\n');
+      expect(lines.at(-1)).toBe("done [ 'mean:completed' ]");
+      // Its onEvent lines: the mission's own events name the mission, never `undefined undefined`.
+      expect(result.stdout).not.toContain('undefined');
+      expect(lines).toContainEqual(
+        expect.stringMatching(/^\d\d:\d\d:\d\d mission +submitted +mission submitted: /),
+      );
+      expect(lines).toContainEqual(expect.stringMatching(/^\d\d:\d\d:\d\d mean a1 +completed /));
     } finally {
       worker.kill('SIGTERM');
       await worker;

@@ -5,11 +5,12 @@ import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import { ATTEMPT_REF_PREFIX } from '../../shared/contracts.js';
 import { formatProblem } from '../../shared/errors.js';
+import { formatEventLine } from '../../shared/event-line.js';
 import type { HostFacts } from '../../shared/host-facts.js';
 import { listHosts } from '../../shared/store/registry.js';
 import { exitCodeForStatus, followMission, watchMission } from '../follow.js';
 import type { Io } from '../io.js';
-import { formatEventLine, renderTable } from '../progress.js';
+import { renderTable } from '../progress.js';
 import { adapterCapabilities } from '../run-preflight.js';
 
 async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
