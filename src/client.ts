@@ -38,7 +38,11 @@ export function getMissionStatus(id: string, options: ClientOptions = {}) {
 
 export function waitForMission(
   id: string,
-  options: ClientOptions & { onEvent?: (event: MissionEvent) => void; signal?: AbortSignal } = {},
+  options: ClientOptions & {
+    onEvent?: (event: MissionEvent) => void;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+  } = {},
 ) {
   return withClient(options, (client) => client.wait(id, options));
 }

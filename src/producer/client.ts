@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { type Config, loadConfig } from '../shared/config.js';
 import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
@@ -11,6 +12,20 @@ import { MissionStore } from '../shared/store/mission-store.js';
 import { createTelemetry } from '../shared/telemetry.js';
 import { loadMissionOrThrow, type MissionObjectOptions, missionFromObjectOrThrow } from './load.js';
 import { submitValidMission } from './submit.js';
+
+/** The connection name `events()` and `wait()` read with (`CLIENT LIST` shows it). */
+export const EVENTS_READER_NAME = 'flotilla-events';
+
+function timeoutMessage(status: MissionStatusJson, timeoutMs: number): string {
+  const open = status.tasks.filter(
+    (task) => !['completed', 'failed', 'skipped', 'cancelled'].includes(task.status),
+  );
+  const shown = open
+    .slice(0, 5)
+    .map((task) => `${task.id} ${task.status}${task.route ? ` (${task.route})` : ''}`);
+  const more = open.length > shown.length ? `, … ${open.length - shown.length} more` : '';
+  return `mission ${status.id} did not finish within ${timeoutMs} ms; still ${status.status}: ${shown.join(', ')}${more} (is a worker host running against this Redis and prefix?)`;
+}
 
 export interface ClientOptions {
   /** Defaults to REDIS_URL, then redis://127.0.0.1:6379. */
@@ -103,31 +118,76 @@ export class FlotillaClient {
     return this.store.getMetaField(id, 'summary');
   }
 
-  /** Resolves when the mission has finished and its summary is written; `onEvent` sees every event. */
+  /**
+   * Resolves with the final status when the mission has finished and its summary is written;
+   * `onEvent` sees every event. Stopped by `signal`, it resolves with the status as it is then (the
+   * caller chose to stop following); past `timeoutMs` it rejects with `wait/timeout`, which names
+   * the tasks still unfinished and why they wait. Either way its Redis reader is closed.
+   */
   async wait(
     id: string,
-    options: { onEvent?: (event: MissionEvent) => void; signal?: AbortSignal; pollMs?: number } = {},
+    options: {
+      onEvent?: (event: MissionEvent) => void;
+      signal?: AbortSignal;
+      timeoutMs?: number;
+      pollMs?: number;
+    } = {},
   ): Promise<MissionStatusJson> {
+    const timeout = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+    const signals = [options.signal, timeout].filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    for await (const event of this.events(id, { signal, pollMs: options.pollMs })) options.onEvent?.(event);
+    const status = await this.store.status(id);
+    if (timeout?.aborted && !options.signal?.aborted && status.status === 'running') {
+      throw new FlotillaError('wait/timeout', timeoutMessage(status, options.timeoutMs ?? 0));
+    }
+    return status;
+  }
+
+  /**
+   * The mission's events, oldest first, as they come (`for await (const event of
+   * client.events(id))`). Ends after the mission's final event once its summary is written, when
+   * `signal` aborts (a read in progress is cut off), or when the loop leaves early; it holds one
+   * extra Redis connection while iterated and closes it whichever way it ends.
+   */
+  async *events(
+    id: string,
+    options: { signal?: AbortSignal; pollMs?: number } = {},
+  ): AsyncGenerator<MissionEvent, void, undefined> {
+    const { signal } = options;
+    if (signal?.aborted) return;
     if (!(await this.store.missionExists(id)))
       throw new FlotillaError('mission/not-found', `no mission '${id}'`);
-    const reader = this.redis.duplicate();
+    const reader =
+      this.redis instanceof Redis
+        ? this.redis.duplicate({ connectionName: EVENTS_READER_NAME })
+        : this.redis.duplicate();
     reader.on('error', () => {});
+    const stop = () => reader.disconnect();
+    signal?.addEventListener('abort', stop, { once: true });
     const readerStore = new MissionStore(reader, this.store.prefix, this.config.secret);
     let last = '0';
     try {
-      while (!options.signal?.aborted) {
-        const events = await readerStore.readEvents(id, last, options.pollMs ?? 1_000);
+      while (!signal?.aborted) {
+        let events: Awaited<ReturnType<MissionStore['readEvents']>>;
+        try {
+          events = await readerStore.readEvents(id, last, options.pollMs ?? 1_000);
+        } catch (error) {
+          if (signal?.aborted) return;
+          throw error;
+        }
         for (const { id: entryId, event } of events) {
+          if (signal?.aborted) return;
           last = entryId;
-          options.onEvent?.(event);
+          yield event;
         }
         // Finalize writes the summary before its `mission` event, so the summary is read only when
         // that event came, or when nothing came at all (a trimmed stream): not once per event.
         const ended = events.length === 0 || events.some(({ event }) => event.type === 'mission');
-        if (ended && (await this.store.getMetaField(id, 'summary')) !== null) return this.store.status(id);
+        if (ended && (await this.store.getMetaField(id, 'summary')) !== null) return;
       }
-      return this.store.status(id);
     } finally {
+      signal?.removeEventListener('abort', stop);
       reader.disconnect();
     }
   }

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'cli/auth',
   'cli/rate-limited',
   'cli/timeout',
+  'wait/timeout',
   'job/unsigned',
   'redis/unreachable',
   'git/missing',
