@@ -69,20 +69,11 @@ export function compareVersions(a: string, b: string): number {
 }
 
 function versionHolds(have: string, op: VersionOp, want: string): boolean {
-  // `node>=20` on 20.11.1: compare only as many parts as the requirement names for `=`.
+  // `=` compares only as many parts as the requirement names: `git=2.39` holds for 2.39.5.
+  if (op === '=')
+    return compareVersions(have.split('.').slice(0, want.split('.').length).join('.'), want) === 0;
   const order = compareVersions(have, want);
-  switch (op) {
-    case '>=':
-      return order >= 0;
-    case '>':
-      return order > 0;
-    case '<=':
-      return order <= 0;
-    case '<':
-      return order < 0;
-    case '=':
-      return compareVersions(have.split('.').slice(0, want.split('.').length).join('.'), want) === 0;
-  }
+  return op === '>=' ? order >= 0 : op === '>' ? order > 0 : op === '<=' ? order <= 0 : order < 0;
 }
 
 /**

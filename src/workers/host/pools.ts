@@ -59,8 +59,8 @@ export function createPools(options: {
   readonly config: Config;
   readonly telemetry: Telemetry | undefined;
   readonly logger: Logger;
-  /** Plans the on-demand queues; without it they are served with a concurrency of 1. */
-  readonly capacity?: () => Capacity;
+  /** The slots the on-demand queues are planned from (read at each plan: the host makes them after the pools). */
+  readonly capacity: () => Capacity;
 }): Pools {
   const { config, logger, telemetry } = options;
   const active = new Map<string, Worker>();
@@ -140,7 +140,6 @@ export function createPools(options: {
   };
   /** Applies a plan: the worker's concurrency, then a pause or a resume when fetching changes. */
   function replan() {
-    if (!options.capacity) return;
     const capacity = options.capacity();
     const slotJobs = [...slotQueues].reduce((sum, queue) => sum + (inProcessor.get(queue) ?? 0), 0);
     const queues: QueueState[] = [...onDemand].map((queue) => ({
@@ -165,23 +164,18 @@ export function createPools(options: {
       else if (fetch.fetch && (worker.isPaused() || !worker.isRunning())) void worker.resume();
     }
   }
+  // Only dispatch queues are held (run/hold-fetch.ts), and they are planned: a hold is one more
+  // input to the plan, which pauses the queue before the job that asks completes.
   const hold = async (queue: string) => {
-    const worker = workers.get(queue);
-    if (!worker) return () => {};
-    const held = (holds.get(queue) ?? 0) + 1;
-    holds.set(queue, held);
-    // Paused before the job that asks completes, so its completion fetches no next job.
-    if (onDemand.has(queue)) replan();
-    else if (held === 1) await worker.pause(true);
+    if (!onDemand.has(queue)) return () => {};
+    holds.set(queue, (holds.get(queue) ?? 0) + 1);
+    replan();
     let given = false;
     return () => {
       if (given) return;
       given = true;
-      const left = (holds.get(queue) ?? 1) - 1;
-      holds.set(queue, left);
-      if (left > 0) return;
-      if (onDemand.has(queue)) replan();
-      else void worker.resume();
+      holds.set(queue, (holds.get(queue) ?? 1) - 1);
+      replan();
     };
   };
   return { workers, active, serve, unserve, hold, replan };

@@ -28,6 +28,16 @@ describe('a host fetches only what it can start', () => {
     await stage?.close();
   });
 
+  /** A builder host with `slots` slots (and the one-at-a-time builder adapter with `adaptersDir`). */
+  const startBuilder = (hostId: string, slots: number, adaptersDir?: string) =>
+    startReadyWorker(stage.cluster, {
+      hostId,
+      home: stage.home(hostId),
+      path: [BIN_BUILDER],
+      slots,
+      ...(adaptersDir ? { adaptersDir } : {}),
+    });
+
   /** Four tasks whose agents wait for `release`; `capabilities` gives each its queue. */
   async function submitWaiting(release: string, capabilities: readonly string[]) {
     const wait = `while [ ! -f ${release} ]; do sleep 0.1; done`;
@@ -61,13 +71,7 @@ describe('a host fetches only what it can start', () => {
 
   it('a host whose CLI runs one job at a time leaves the other three to a host that joins later', async () => {
     const release = join(stage.dir, 'release-one');
-    const single = await startReadyWorker(stage.cluster, {
-      hostId: 'single',
-      home: stage.home('single'),
-      path: [BIN_BUILDER],
-      adaptersDir: oneAtATime,
-      slots: 3,
-    });
+    const single = await startBuilder('single', 3, oneAtATime);
     const id = await submitWaiting(release, [
       'code_implementation',
       'code_implementation',
@@ -75,12 +79,7 @@ describe('a host fetches only what it can start', () => {
       'code_implementation',
     ]);
     expect(await running(id, 1)).toEqual(['single']);
-    const roomy = await startReadyWorker(stage.cluster, {
-      hostId: 'roomy',
-      home: stage.home('roomy'),
-      path: [BIN_BUILDER],
-      slots: 3,
-    });
+    const roomy = await startBuilder('roomy', 3);
     expect(await running(id, 4)).toEqual(['roomy', 'roomy', 'roomy', 'single']);
     await writeFile(release, '');
     const status = await stage.wait(id);
@@ -90,12 +89,7 @@ describe('a host fetches only what it can start', () => {
 
   it('a loaded host leaves the work of its other queues to an idle host', async () => {
     const release = join(stage.dir, 'release-two');
-    await startReadyWorker(stage.cluster, {
-      hostId: 'loaded',
-      home: stage.home('loaded'),
-      path: [BIN_BUILDER],
-      slots: 2,
-    });
+    await startBuilder('loaded', 2);
     // Two queues (dispatch.code_implementation, dispatch.testing), two slots: two run, two wait.
     const id = await submitWaiting(release, [
       'code_implementation',
@@ -104,12 +98,7 @@ describe('a host fetches only what it can start', () => {
       'testing',
     ]);
     expect(await running(id, 2)).toEqual(['loaded', 'loaded']);
-    await startReadyWorker(stage.cluster, {
-      hostId: 'idle',
-      home: stage.home('idle'),
-      path: [BIN_BUILDER],
-      slots: 2,
-    });
+    await startBuilder('idle', 2);
     expect(await running(id, 4)).toEqual(['idle', 'idle', 'loaded', 'loaded']);
     await writeFile(release, '');
     const status = await stage.wait(id);

@@ -30,18 +30,16 @@ const MAX_HANDBACKS = 40;
 const HANDBACK_DELAY_MS = 500;
 
 /**
- * Whether another live host, by its last heartbeat, has a free slot and a reviewer other than the
- * builder. Heartbeats lag, so the hand-backs this allows are counted (MAX_HANDBACKS) and a job
- * that has bounced that often waits for a slot where it is.
+ * Whether another live host has a reviewer other than the builder's CLI; with `withRoom`, one whose
+ * last heartbeat also had a free slot (heartbeats lag, so hand-backs are counted: MAX_HANDBACKS).
  */
-async function reviewerRoomElsewhere(ctx: HostContext, builder: string, jobId: string): Promise<boolean> {
-  const room = (await ctx.store.liveHosts()).some(
+async function reviewerElsewhere(ctx: HostContext, builder: string, withRoom = false): Promise<boolean> {
+  return (await ctx.store.liveHosts()).some(
     (h) =>
       h.hostId !== ctx.hostId &&
-      h.freeSlots > 0 &&
+      (!withRoom || h.freeSlots > 0) &&
       h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
   );
-  return room && (await ctx.store.countHandback(jobId)) <= MAX_HANDBACKS;
 }
 
 /**
@@ -75,11 +73,7 @@ export async function reviewAttempt(
     // A reviewer that is only resting after a rate limit is waited for: no self-review meanwhile.
     const resting = restingReviewerMs(ctx, builder);
     if (resting > 0) return giveBack(job, token, Math.min(resting, RATE_LIMIT_GIVE_BACK_MS));
-    const elsewhere = (await ctx.store.liveHosts()).some(
-      (h) =>
-        h.hostId !== ctx.hostId &&
-        h.clis.some((c) => c.cli !== builder && c.capabilities.includes('code_review')),
-    );
+    const elsewhere = await reviewerElsewhere(ctx, builder);
     // The count lives beside the job, not in its (signed) data.
     const handbacks = elsewhere ? await ctx.store.countHandback(job.id ?? '') : 0;
     // A host with no CLI at all cannot self-review: it hands back for as long as another host can.
@@ -95,7 +89,10 @@ export async function reviewAttempt(
   // None free: a host with room for a reviewer takes the review now; with none, it waits here.
   let release = takeSlots(ctx, adapter.cli);
   if (!release) {
-    if (await reviewerRoomElsewhere(ctx, builder, job.id ?? '')) return handBack(ctx, job, token);
+    const room =
+      (await reviewerElsewhere(ctx, builder, true)) &&
+      (await ctx.store.countHandback(job.id ?? '')) <= MAX_HANDBACKS;
+    if (room) return handBack(ctx, job, token);
     release = await acquireSlots(ctx, adapter.cli, signal);
   }
   let lease: CheckoutLease | undefined;
