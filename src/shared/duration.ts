@@ -1,18 +1,22 @@
 /** Durations as users write them: `90s`, `10m`, `1h30m`, `500ms`, `7d`, or a bare number of milliseconds. */
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
+/**
+ * The text parseDuration takes, as a JSON Schema pattern (the mission file's schema for editors,
+ * shared/mission-json-schema.ts): a number of milliseconds, or number-unit parts, with spaces around.
+ */
+export const DURATION_PATTERN = '^\\s*(?:\\d+|(?:\\d+(?:\\.\\d+)?(?:ms|s|m|h|d))+)\\s*$';
+const DURATION = new RegExp(DURATION_PATTERN);
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
+
 export function parseDuration(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
+  if (!DURATION.test(value)) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text);
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
   let total = 0;
-  let consumed = 0;
-  for (const match of text.matchAll(re)) {
-    total += Number(match[1]) * (UNIT_MS[match[2] ?? ''] ?? 0);
-    consumed += match[0].length;
-  }
-  return consumed === text.length && consumed > 0 ? Math.round(total) : undefined;
+  for (const match of text.matchAll(PART)) total += Number(match[1]) * (UNIT_MS[match[2] ?? ''] ?? 0);
+  return Math.round(total);
 }
 
 export function formatDuration(ms: number): string {

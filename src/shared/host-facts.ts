@@ -37,7 +37,7 @@ export interface Requirements {
   readonly labels?: Readonly<Record<string, string>>;
 }
 
-const TOOL_PATTERN = /^([A-Za-z0-9][A-Za-z0-9._+-]*?)\s*(?:(>=|<=|>|<|=)\s*(\d+(?:\.\d+)*))?$/;
+export const TOOL_PATTERN = /^([A-Za-z0-9][A-Za-z0-9._+-]*?)\s*(?:(>=|<=|>|<|=)\s*(\d+(?:\.\d+)*))?$/;
 
 /** `node>=20` → { name: 'node', op: '>=', version: '20' }; null for anything else. */
 export function parseToolRequirement(text: string): ToolRequirement | null {

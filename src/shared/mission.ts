@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { CONTROL_MODES, TASK_KINDS } from './capabilities.js';
-import { parseDuration } from './duration.js';
+import { DURATION_PATTERN, parseDuration } from './duration.js';
 import {
   canonicalRequirements,
   isEmptyRequirements,
   PLATFORMS,
   parseToolRequirement,
   type Requirements,
+  TOOL_PATTERN,
   type ToolRequirement,
 } from './host-facts.js';
 
@@ -16,14 +17,25 @@ import {
  */
 export const TASK_ID_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 
-const duration = z.union([z.string(), z.number()]).transform((value, ctx) => {
-  const ms = parseDuration(value);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 10m or 1h30m, got '${value}'` });
-    return z.NEVER;
-  }
-  return ms;
-});
+/*
+ * A transform is opaque to z.toJSONSchema, so the schemas that parse text carry what that text
+ * looks like as metadata (`pattern`, `minimum`, `anyOf`), built from the constants the parsers
+ * use; metadata changes nothing in validation. shared/mission-json-schema.ts makes the whole into
+ * the JSON Schema editors read.
+ */
+const DURATION_TEXT = 'a duration: 90s, 10m, 1h30m, 500ms, 7d, or a number of milliseconds';
+
+const duration = z
+  .union([z.string().meta({ pattern: DURATION_PATTERN }), z.number().meta({ minimum: 0 })])
+  .meta({ description: DURATION_TEXT })
+  .transform((value, ctx) => {
+    const ms = parseDuration(value);
+    if (ms === undefined) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 10m or 1h30m, got '${value}'` });
+      return z.NEVER;
+    }
+    return ms;
+  });
 
 /** How often a running CLI's checkout is saved to the attempt's work-in-progress ref, by default. */
 export const DEFAULT_CHECKPOINT_MS = 120_000;
@@ -42,18 +54,34 @@ export function parseCheckpointInterval(value: unknown): number | undefined {
   return ms === 0 || ms >= MIN_CHECKPOINT_MS ? ms : undefined;
 }
 
-const checkpointInterval = z.unknown().transform((value, ctx) => {
-  const ms = parseCheckpointInterval(value);
-  if (ms === undefined) {
-    const got = typeof value === 'string' ? `'${value}'` : String(value);
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration of at least 1s like 30s or 2m, or off to save no checkpoints, got ${got}`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
+/** The forms parseCheckpointInterval takes; a string's at-least-1s is the one part no pattern states. */
+const CHECKPOINT_FORMS = [
+  { type: 'string', pattern: DURATION_PATTERN },
+  { type: 'string', pattern: '^\\s*[Oo][Ff][Ff]\\s*$' },
+  { const: 0 },
+  { type: 'number', minimum: MIN_CHECKPOINT_MS },
+  { const: false },
+];
+
+const checkpointInterval = z
+  .unknown()
+  .meta({
+    anyOf: CHECKPOINT_FORMS,
+    description:
+      "how often a running agent's checkout is saved: a duration of at least 1s (30s, 2m), or off (also 0 or false)",
+  })
+  .transform((value, ctx) => {
+    const ms = parseCheckpointInterval(value);
+    if (ms === undefined) {
+      const got = typeof value === 'string' ? `'${value}'` : String(value);
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a duration of at least 1s like 30s or 2m, or off to save no checkpoints, got ${got}`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
 
 /**
  * `requires`: what a task's machine must have (shared/host-facts.ts). Only hosts that satisfy it
@@ -65,17 +93,21 @@ const requires = z
     arch: z.array(z.string().min(1)).min(1).optional(),
     tools: z
       .array(
-        z.string().transform((text, ctx): ToolRequirement => {
-          const tool = parseToolRequirement(text);
-          if (!tool) {
-            ctx.addIssue({
-              code: 'custom',
-              message: `expected a tool name with an optional version, like docker or 'node>=20', got '${text}'`,
-            });
-            return z.NEVER;
-          }
-          return tool;
-        }),
+        z
+          .string()
+          // parseToolRequirement trims the text before matching it.
+          .meta({ pattern: `^\\s*${TOOL_PATTERN.source.slice(1, -1)}\\s*$` })
+          .transform((text, ctx): ToolRequirement => {
+            const tool = parseToolRequirement(text);
+            if (!tool) {
+              ctx.addIssue({
+                code: 'custom',
+                message: `expected a tool name with an optional version, like docker or 'node>=20', got '${text}'`,
+              });
+              return z.NEVER;
+            }
+            return tool;
+          }),
       )
       .optional(),
     labels: z.record(z.string().min(1), z.string()).optional(),
@@ -86,7 +118,8 @@ const requires = z
 const escalate = z
   .array(z.enum(['tier', 'cli']))
   .max(2)
-  .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once');
+  .refine((steps) => new Set(steps).size === steps.length, 'expected each of tier and cli at most once')
+  .meta({ uniqueItems: true });
 
 /**
  * The mission-wide value of every per-task setting that has one (DESIGN.md §5); a task's own value
@@ -132,8 +165,14 @@ export const taskSchema = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'expected an agent id (a file name in agents/)')
       .optional(),
-    depends_on: z.array(z.string()).default([]),
-    exit_criteria: z.array(z.string().min(1)).min(1, 'expected at least one shell command'),
+    depends_on: z
+      .array(z.string())
+      .default([])
+      .describe('ids of the tasks that must be done before this one'),
+    exit_criteria: z
+      .array(z.string().min(1))
+      .min(1, 'expected at least one shell command')
+      .describe('shell commands run in the checkout; the task is done when every one exits 0'),
     allowed_paths: z.array(z.string()).optional(),
     files: z.array(z.string()).default([]),
     critic: z.boolean().optional(),
@@ -151,13 +190,24 @@ export const taskSchema = z
 
 export const missionSchema = z
   .object({
-    goal: z.string().min(1),
-    workspace: z.string().min(1).default('.'),
+    goal: z.string().min(1).describe("the mission's goal, in a sentence"),
+    workspace: z
+      .string()
+      .min(1)
+      .default('.')
+      .describe(
+        "the git repository the tasks change: a path from the mission file's folder (a plain or missing folder is made one) or a URL",
+      ),
     base: z.string().min(1).optional(),
-    defaults: defaultsSchema.default(() => defaultsSchema.parse({})),
+    defaults: defaultsSchema
+      .default(() => defaultsSchema.parse({}))
+      .describe("the mission-wide value of each per-task setting; a task's own wins"),
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
-    tasks: z.array(taskSchema).min(1, 'expected at least one task'),
+    tasks: z
+      .array(taskSchema)
+      .min(1, 'expected at least one task')
+      .describe('the tasks; each starts when the tasks it depends_on are done'),
   })
   .strict();
 
