@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino';
+import { LOG_SECRECY } from '../shared/logger.js';
 
 /** pino's numeric levels, as a person reads them. */
 const LEVEL_NAMES: Readonly<Record<number, string>> = {
@@ -48,7 +49,7 @@ export function createHumanLogger(
     {
       level,
       base: undefined,
-      redact: { paths: ['sig', '*.sig', 'env', '*.env', 'secret'], censor: '[redacted]' },
+      ...LOG_SECRECY,
     },
     {
       write: (line: string) => {

@@ -47,6 +47,11 @@ export interface SubmittedMission {
   readonly repo: string;
   /** What preparing the workspace did that a person should hear about (see prepare-workspace). */
   readonly notes: readonly string[];
+  /**
+   * What a person must act on: a credential taken out of the workspace URL, which other worker
+   * hosts have to get from their own git credential helper.
+   */
+  readonly warnings: readonly string[];
 }
 
 /**

@@ -4,7 +4,9 @@ import type { PrepareWorkspace } from '../shared/prepare-workspace.js';
 import { enqueueAttempts } from '../shared/queue/enqueue.js';
 import { runPriorities } from '../shared/queue/priority.js';
 import type { QueueSet } from '../shared/queue/queues.js';
+import { rememberCredential } from '../shared/remembered-credentials.js';
 import type { MissionStore } from '../shared/store/mission-store.js';
+import { splitUrlCredential } from '../shared/url-credentials.js';
 import { newMissionId } from './mission-id.js';
 
 export interface SubmitContext {
@@ -13,6 +15,25 @@ export interface SubmitContext {
   readonly secret: string | undefined;
   readonly logger: Logger;
   readonly prepareWorkspace: PrepareWorkspace;
+}
+
+/** Where the docs say how hosts get a repository's credential without a URL carrying it. */
+const CREDENTIAL_DOCS = 'docs/OPERATING.md, "Private repositories"';
+
+/**
+ * A credential in the workspace URL leaves it here, before anything is stored, shown or logged:
+ * this process keeps it in memory for its own git (shared/remembered-credentials.ts), and the
+ * mission names the repository without it. Returns the one line of warning a person gets.
+ */
+function takeWorkspaceCredential(workspace: string): { workspace: string; warning?: string } {
+  const { url, credential } = splitUrlCredential(workspace);
+  if (!credential) return { workspace };
+  rememberCredential(url, credential);
+  const what = credential.password === '' ? 'the token' : 'the password';
+  return {
+    workspace: url,
+    warning: `workspace ${url}: ${what} in its URL was removed before the mission was stored or shown; this process uses it in memory (its own git, and the hosts of \`flotilla run\`), other worker hosts need a git credential helper or GIT_ASKPASS for this repository (${CREDENTIAL_DOCS})`,
+  };
 }
 
 /**
@@ -24,10 +45,12 @@ export async function submitValidMission(
   valid: MissionSpec,
   id = newMissionId(valid.goal),
 ) {
+  const taken = takeWorkspaceCredential(valid.workspace);
   // Once, here: the priorities travel in the (signed) spec, so a release costs no extra read.
   const priorities = runPriorities(valid.tasks);
   const spec: MissionSpec = {
     ...valid,
+    workspace: taken.workspace,
     tasks: valid.tasks.map((task) => ({ ...task, priority: priorities.get(task.id) })),
   };
   const workspace = await ctx.prepareWorkspace({ workspace: spec.workspace, base: spec.base, missionId: id });
@@ -56,7 +79,8 @@ export async function submitValidMission(
       branch: workspace.branch,
     },
   });
-  for (const note of workspace.notes) {
+  const warnings = taken.warning ? [taken.warning] : [];
+  for (const note of [...warnings, ...workspace.notes]) {
     await ctx.store.audit(id, {
       at: now,
       taskId: '',
@@ -72,5 +96,5 @@ export async function submitValidMission(
     rootTasks.map((task) => ({ task, attempt: 1 })),
   );
   ctx.logger.info({ missionId: id, tasks: spec.tasks.length }, 'mission submitted');
-  return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes };
+  return { id, branch: workspace.branch, repo: workspace.repo, notes: workspace.notes, warnings };
 }

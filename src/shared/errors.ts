@@ -2,6 +2,8 @@
  * The few error classes flotilla has. The code decides what happens next (retry, exit code); the
  * message is for a person and names the file, the place, what was expected and what came.
  */
+import { redactUrlCredentials } from './url-credentials.js';
+
 export const ERROR_CODES = [
   'usage',
   'mission/invalid',
@@ -43,8 +45,9 @@ export class FlotillaError extends Error {
   readonly code: ErrorCode;
   readonly problems: readonly Problem[];
 
+  /** The message is for people and goes everywhere (stderr, Redis, logs): a URL's credential never does. */
   constructor(code: ErrorCode, message: string, problems: readonly Problem[] = []) {
-    super(message);
+    super(redactUrlCredentials(message));
     this.name = 'FlotillaError';
     this.code = code;
     this.problems = problems;

@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { FlotillaError } from './errors.js';
+import { redactUrlCredentials } from './url-credentials.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -48,16 +49,14 @@ export async function connectOrFail(url: string, timeoutMs = 3_000): Promise<Red
   } catch (error) {
     client.disconnect();
     const reason = describeRedisError(lastError ?? (error as Error));
-    throw new FlotillaError('redis/unreachable', `Redis is not reachable at ${redactUrl(url)} (${reason})`);
+    throw new FlotillaError(
+      'redis/unreachable',
+      `Redis is not reachable at ${redactUrlCredentials(url)} (${reason})`,
+    );
   }
 }
 
 function describeRedisError(error: Error): string {
   const code = (error as NodeJS.ErrnoException).code;
   return code ? `${code}` : error.message;
-}
-
-/** Redis URLs may carry a password; it never reaches a message or a log. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, '//***@');
 }

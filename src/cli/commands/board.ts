@@ -2,7 +2,8 @@ import { decideAuth } from '../../board/auth.js';
 import { createBoardServer } from '../../board/server.js';
 import type { Config } from '../../shared/config.js';
 import { createLogger } from '../../shared/logger.js';
-import { connectOrFail, redactUrl } from '../../shared/redis.js';
+import { connectOrFail } from '../../shared/redis.js';
+import { redactUrlCredentials } from '../../shared/url-credentials.js';
 import type { Io } from '../io.js';
 
 /**
@@ -30,7 +31,7 @@ export async function board(args: { port: number; host: string }, config: Config
       `flotilla board: ${server.url}/ (missions), ${server.url}/queues (Bull Board), ${server.url}/metrics`,
     );
     io.out(
-      `Redis ${redactUrl(redisUrl)}, prefix ${config.prefix}; ${server.authRequired ? 'HTTP Basic auth required' : 'no auth (loopback only)'}`,
+      `Redis ${redactUrlCredentials(redisUrl)}, prefix ${config.prefix}; ${server.authRequired ? 'HTTP Basic auth required' : 'no auth (loopback only)'}`,
     );
     await new Promise<void>((resolve) => {
       const stop = (signal: NodeJS.Signals) => {

@@ -41,6 +41,7 @@ export async function submit(
   }
   return withClient(config, async (client) => {
     const submitted = await client.submitSpec(mission);
+    for (const warning of submitted.warnings) io.err(`warning: ${warning}`);
     for (const note of submitted.notes) io.err(note);
     if (!args.wait) {
       io.out(submitted.id);

@@ -3,8 +3,8 @@ import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import type { MissionStatusJson } from '../../shared/contracts.js';
 import { FlotillaError, formatProblem } from '../../shared/errors.js';
-import { redactUrl } from '../../shared/redis.js';
 import { listHosts, routableHosts } from '../../shared/store/registry.js';
+import { redactUrlCredentials } from '../../shared/url-credentials.js';
 import { type Host, startHost } from '../../workers/host/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import { createHumanLogger } from '../human-log.js';
@@ -113,6 +113,7 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     }
     const submitted = await client.submitSpec(mission);
     missionId = submitted.id;
+    for (const warning of submitted.warnings) io.err(`warning: ${warning}`);
     for (const note of submitted.notes) say(note);
     say(`mission ${submitted.id} submitted (${mission.tasks.length} tasks, ${hosts.length} local host(s))`);
     const followed = followMission(client, submitted.id, io, { json: args.json, signal: controller.signal });
@@ -122,7 +123,10 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
   } catch (error) {
     if (lostReason) throw new FlotillaError('redis/unreachable', `${lostReason}; the mission cannot go on`);
     if (isRedisConnectionError(error)) {
-      lostReason = describeLostRedis(error, config.redisUrl ? redactUrl(config.redisUrl) : undefined);
+      lostReason = describeLostRedis(
+        error,
+        config.redisUrl ? redactUrlCredentials(config.redisUrl) : undefined,
+      );
       throw new FlotillaError('redis/unreachable', `${lostReason}; the mission cannot go on`);
     }
     throw error;

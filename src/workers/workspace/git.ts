@@ -4,6 +4,8 @@
  */
 import { spawn } from 'node:child_process';
 import { FlotillaError } from '../../shared/errors.js';
+import { redactUrlCredentials } from '../../shared/url-credentials.js';
+import { credentialConfig } from './git-credentials.js';
 import { gitVersionProblem } from './git-version.js';
 
 export interface GitOptions {
@@ -46,7 +48,7 @@ const REPO_LOCAL_VARIABLES = [
   'GIT_NAMESPACE',
 ];
 
-function gitEnvironment(extra: GitOptions['env']): Record<string, string> {
+function gitEnvironment(args: readonly string[], extra: GitOptions['env']): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !REPO_LOCAL_VARIABLES.includes(key)) env[key] = value;
@@ -59,6 +61,7 @@ function gitEnvironment(extra: GitOptions['env']): Record<string, string> {
     if (value === undefined) delete env[key];
     else env[key] = value;
   }
+  credentialConfig(args, env);
   return env;
 }
 
@@ -70,13 +73,26 @@ function firstLine(text: string): string {
   return line ?? '';
 }
 
-/** Describes a failed command the way the error contract asks: `git <args>: <stderr first line>`. */
+/** git's words when a remote wants a credential this host does not have. */
+const NO_CREDENTIAL =
+  /could not read (Username|Password)|terminal prompts disabled|Authentication failed|HTTP Basic: Access denied|returned error: 40[13]/i;
+
+/** Where the docs say how a host gets a repository's credential. */
+const CREDENTIAL_HINT =
+  'this host has no credential for that repository: give its git a credential helper or GIT_ASKPASS (docs/OPERATING.md, "Private repositories")';
+
+/**
+ * Describes a failed command the way the error contract asks: `git <args>: <stderr first line>`.
+ * A credential in a URL of the command or of git's words is masked (url-credentials.ts); a
+ * missing credential says what to set up.
+ */
 export function describeGitFailure(
   args: readonly string[],
   result: Pick<GitResult, 'stderr' | 'stdout'>,
 ): string {
   const reason = firstLine(result.stderr) || firstLine(result.stdout) || 'failed';
-  return `git ${args.join(' ')}: ${reason}`;
+  const hint = NO_CREDENTIAL.test(result.stderr) ? `; ${CREDENTIAL_HINT}` : '';
+  return redactUrlCredentials(`git ${args.join(' ')}: ${reason}${hint}`);
 }
 
 interface RawRun {
@@ -98,7 +114,7 @@ function spawnGit(args: readonly string[], options: GitOptions): Promise<RawRun>
   return new Promise((resolve) => {
     // Its own process group, so a time limit also stops what git started (ssh, a helper).
     const child = spawn('git', args, {
-      env: gitEnvironment(options.env),
+      env: gitEnvironment(args, options.env),
       stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
@@ -170,7 +186,7 @@ export async function runGit(args: readonly string[], options: GitOptions = {}):
   if (result.timedOut) {
     throw new FlotillaError(
       'git/failed',
-      `git ${args.join(' ')}: timed out after ${Date.now() - started} ms`,
+      redactUrlCredentials(`git ${args.join(' ')}: timed out after ${Date.now() - started} ms`),
     );
   }
   const exitCode = result.exitCode ?? -1;
