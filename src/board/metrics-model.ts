@@ -14,7 +14,15 @@ export interface AuditStats {
 export const DURATION_BUCKETS = [10, 30, 60, 120, 300, 600, 1200, 1800, 3600] as const;
 
 export function auditStats(audit: readonly AuditEntry[]): AuditStats {
-  const gate: Record<GateAction, number> = { approve: 0, retry: 0, fail: 0, pause: 0, cancel: 0 };
+  const gate: Record<GateAction, number> = {
+    approve: 0,
+    retry: 0,
+    fail: 0,
+    pause: 0,
+    hold: 0,
+    skip: 0,
+    cancel: 0,
+  };
   const runs: { cli: string; seconds: number }[] = [];
   for (const { event } of audit) {
     if (event?.kind === 'gate') gate[event.action]++;

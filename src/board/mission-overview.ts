@@ -1,4 +1,5 @@
 import { TASK_STATUSES, type TaskStatus, TERMINAL_TASK_STATUSES } from '../shared/contracts.js';
+import { formatDuration } from '../shared/duration.js';
 import type { TaskSpec } from '../shared/mission.js';
 import { routeTask } from '../shared/queue/route.js';
 import { type HostInfo, routableHosts } from '../shared/store/registry.js';
@@ -21,6 +22,8 @@ export interface LiveTask {
   readonly startedAt?: string | null;
   readonly finishedAt?: string | null;
   readonly questions?: unknown;
+  /** awaiting_approval: since when it waits for a person. */
+  readonly heldAt?: string | null;
 }
 
 export type SpecTask = Pick<
@@ -41,12 +44,18 @@ export interface OverviewInput {
   readonly order?: readonly string[];
 }
 
-export type AttentionKind = 'failed' | 'needs_input' | 'unservable' | 'retrying';
+export type AttentionKind = 'failed' | 'needs_input' | 'awaiting_approval' | 'unservable' | 'retrying';
 /**
  * The order the attention list is read in: what is lost, what a person must answer, what is stuck,
  * what is trying again (waiting for its next attempt, or on an attempt after the first).
  */
-export const ATTENTION_ORDER: readonly AttentionKind[] = ['failed', 'needs_input', 'unservable', 'retrying'];
+export const ATTENTION_ORDER: readonly AttentionKind[] = [
+  'failed',
+  'needs_input',
+  'awaiting_approval',
+  'unservable',
+  'retrying',
+];
 
 export interface AttentionItem {
   readonly kind: AttentionKind;
@@ -160,6 +169,14 @@ function attentionOf(input: OverviewInput): AttentionItem[] {
       items.push({ ...base, kind: 'failed', detail: state.error ?? 'failed' });
     } else if (state.status === 'needs_input') {
       items.push({ ...base, kind: 'needs_input', detail: firstQuestion(state.questions) });
+    } else if (state.status === 'awaiting_approval') {
+      const since = state.heldAt ? Date.parse(state.heldAt) : Number.NaN;
+      const waited = Number.isFinite(since) ? ` for ${formatDuration(Math.max(0, input.now - since))}` : '';
+      items.push({
+        ...base,
+        kind: 'awaiting_approval',
+        detail: `passed its gates; waiting${waited} for a person`,
+      });
     } else if (state.status === 'queued' || state.status === 'retrying') {
       const reason = unservable(task);
       if (reason) items.push({ ...base, kind: 'unservable', detail: reason });

@@ -22,6 +22,7 @@ export const ATTENTION_SHOWN = 8;
 const KIND_TITLE: Record<AttentionKind, string> = {
   failed: 'Failed',
   needs_input: 'Waiting for an answer',
+  awaiting_approval: 'Waiting for approval',
   unservable: 'No host can serve',
   retrying: 'Retrying',
 };
@@ -30,6 +31,7 @@ const KIND_TITLE: Record<AttentionKind, string> = {
 const KIND_FILTER: Record<AttentionKind, TaskStatus | null> = {
   failed: 'failed',
   needs_input: 'needs_input',
+  awaiting_approval: 'awaiting_approval',
   unservable: null,
   retrying: 'retrying',
 };
@@ -52,6 +54,7 @@ const BAR_ORDER: readonly TaskStatus[] = [
   'skipped',
   'cancelled',
   'needs_input',
+  'awaiting_approval',
   'retrying',
   'reviewing',
   'verifying',

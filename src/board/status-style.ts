@@ -21,6 +21,7 @@ const STYLES: Readonly<Record<string, StatusStyle>> = {
   reviewing: PURPLE,
   retrying: ORANGE,
   needs_input: { stroke: '#f9a825', fill: '#fffde7', text: '#8d6e00' },
+  awaiting_approval: { stroke: '#00897b', fill: '#e0f2f1', text: '#00695c' },
   completed: GREEN,
   failed: RED,
   skipped: GREY,

@@ -3,7 +3,7 @@ import { parseLabel } from '../workers/agent/host-facts.js';
 import { adapters, internal, slots } from './command-options.js';
 import { type CommandSpec, listOption, positiveInt, required, stringOption } from './command-spec.js';
 import { OPERATE_COMMANDS } from './command-table-operate.js';
-import { answer, cancel, report, status, submit } from './commands/missions.js';
+import { answer, approve, cancel, report, status, submit } from './commands/missions.js';
 import { receipt, verify } from './commands/receipt.js';
 import { run } from './commands/run.js';
 import { worker } from './commands/worker.js';
@@ -247,6 +247,41 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
           id: required({ name: 'answer' }, positionals[0], 'the mission id'),
           task: required({ name: 'answer' }, positionals[1], 'the task id'),
           text: required({ name: 'answer' }, positionals[2], 'the answer text'),
+        },
+        config(),
+        io,
+      ),
+  },
+  {
+    name: 'approve',
+    brief: 'approve or reject a task held for a person',
+    args: '<id> <task>',
+    maxPositionals: 2,
+    summary:
+      "A person's verdict on a task held after its exit criteria and critic passed (approve: human): approved, it merges and releases its dependents; with --reject, the attempt fails and the retry's prompt carries the reason. The first verdict sent for an attempt counts.",
+    options: {
+      reject: {
+        type: 'string',
+        value: 'WHY',
+        help: 'reject the attempt, saying why (the next attempt reads it)',
+      },
+      by: {
+        type: 'string',
+        value: 'NAME',
+        help: 'who decides, for the audit trail (default FLOTILLA_USER, else user@machine)',
+      },
+    },
+    examples: [
+      'flotilla approve <id> schema',
+      'flotilla approve <id> schema --reject "keep the old column names"',
+    ],
+    run: ({ positionals, values }, { config, io }) =>
+      approve(
+        {
+          id: required({ name: 'approve' }, positionals[0], 'the mission id'),
+          task: required({ name: 'approve' }, positionals[1], 'the task id'),
+          ...(typeof values.reject === 'string' ? { reject: values.reject } : {}),
+          ...(typeof values.by === 'string' ? { by: values.by } : {}),
         },
         config(),
         io,

@@ -9,6 +9,7 @@ const STATUS_ICON: Record<string, string> = {
   reviewing: '🧐',
   retrying: '↻',
   needs_input: '?',
+  awaiting_approval: '✋',
   completed: '✅',
   failed: '❌',
   skipped: '⏭️',

@@ -29,6 +29,7 @@ const ORDER: readonly TaskStatus[] = [
   'reviewing',
   'retrying',
   'needs_input',
+  'awaiting_approval',
   'queued',
   'failed',
   'completed',
@@ -44,6 +45,7 @@ const BAR_WIDTH = 30;
 const KIND_LABEL: Record<AttentionItem['kind'], string> = {
   failed: 'failed',
   needs_input: 'question',
+  awaiting_approval: 'approval',
   unservable: 'no host',
   retrying: 'retrying',
 };
@@ -100,7 +102,11 @@ function attentionLines(input: ScreenInput): string[] {
     }
     const tries = item.kind === 'needs_input' ? '' : ` (attempt ${item.attempts}/${item.maxAttempts})`;
     const hint =
-      item.kind === 'needs_input' ? ` → flotilla answer ${input.status.id} ${item.taskId} "…"` : '';
+      item.kind === 'needs_input'
+        ? ` → flotilla answer ${input.status.id} ${item.taskId} "…"`
+        : item.kind === 'awaiting_approval'
+          ? ` → flotilla approve ${input.status.id} ${item.taskId} [--reject "why"]`
+          : '';
     lines.push(`  ${KIND_LABEL[item.kind].padEnd(9)} ${item.taskId}  ${item.detail}${tries}${hint}`);
   }
   return lines.map((line) => {

@@ -10,6 +10,7 @@ import { QueueSet } from '../shared/queue/queues.js';
 import { connectOrFail, type RedisClient } from '../shared/redis.js';
 import { MissionStore } from '../shared/store/mission-store.js';
 import { createTelemetry } from '../shared/telemetry.js';
+import { type SentVerdict, sendVerdict } from './approve.js';
 import { loadMissionOrThrow, type MissionObjectOptions, missionFromObjectOrThrow } from './load.js';
 import { submitValidMission } from './submit.js';
 
@@ -248,6 +249,20 @@ export class FlotillaClient {
       cli: state.escalated?.cli ?? null,
     });
     return { attempt: outcome.attempts };
+  }
+
+  /**
+   * A person's verdict on a task held for approval (`approve: human`): approved, the held attempt
+   * merges on a host and releases its dependents; rejected, it is a failed attempt whose retry
+   * prompt carries `reason`. The first verdict sent for an attempt is the one that counts:
+   * `counted` is false, and `sent` names the other one, when someone decided first.
+   */
+  async approve(
+    id: string,
+    taskId: string,
+    verdict: { reject?: string; by?: string } = {},
+  ): Promise<SentVerdict> {
+    return sendVerdict(this.context(), id, taskId, verdict);
   }
 
   async close(): Promise<void> {

@@ -121,6 +121,9 @@ const DEFAULTS_HINTS: Record<keyof typeof defaultsSchema.shape, string> = {
   setup: 'the same as the top-level setup; leave out',
   setup_inputs: 'leave out',
   requires: 'what every machine must have ({ os: [linux], tools: [docker] }); leave out',
+  approve: "human holds every task's approved work for a person before it merges; leave out (auto)",
+  approve_timeout: 'how long a held task waits for a person, like 24h; leave out',
+  on_approve_timeout: 'fail or skip a task whose approval did not come in time; leave out',
 };
 
 const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
@@ -150,6 +153,9 @@ const TASK_HINTS: Record<keyof typeof taskSchema.shape, string> = {
   timeout: 'overrides defaults.timeout',
   min_score: 'overrides defaults.min_score',
   escalate: 'overrides defaults.escalate',
+  approve: 'human holds the task for a person before it merges; leave out unless the goal asks for it',
+  approve_timeout: 'leave out',
+  on_approve_timeout: 'leave out',
 };
 
 interface FieldShape {

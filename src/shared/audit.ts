@@ -16,7 +16,7 @@ export const AUDIT_STAGES = [
 ] as const;
 export type AuditStage = (typeof AUDIT_STAGES)[number];
 
-export const GATE_ACTIONS = ['approve', 'retry', 'fail', 'pause', 'cancel'] as const;
+export const GATE_ACTIONS = ['approve', 'retry', 'fail', 'pause', 'hold', 'skip', 'cancel'] as const;
 export type GateAction = (typeof GATE_ACTIONS)[number];
 
 export interface AuditCriterion {
@@ -161,6 +161,10 @@ export type AuditEvent =
       readonly commit?: string;
       /** Where the retry goes after this failure (escalate:), and why. */
       readonly escalation?: string;
+      /** A person's verdict on a held attempt (`approve: human`): which, whose, after how long. */
+      readonly approval?: 'approved' | 'rejected' | 'timed out';
+      readonly by?: string;
+      readonly waitedMs?: number;
     }
   | { readonly kind: 'answer'; readonly text: string }
   | {
@@ -248,7 +252,11 @@ function shownPaths(paths: readonly string[]): string {
 function renderGate(event: Extract<AuditEvent, { kind: 'gate' }>): string {
   switch (event.action) {
     case 'approve':
-      return `approved${event.score !== undefined ? ` (score ${event.score})` : ''}`;
+      return `approved${event.by ? ` by ${event.by}` : ''}${event.score !== undefined ? ` (score ${event.score})` : ''}`;
+    case 'hold':
+      return `passed its gates${event.score !== undefined ? ` (score ${event.score})` : ''}; waiting for a person's approval`;
+    case 'skip':
+      return `skipped: ${event.reason ?? ''}`;
     case 'retry':
       return `retry in ${Math.round((event.delayMs ?? 0) / 1000)}s: ${event.reason ?? ''}${event.escalation ? `; next attempt: ${event.escalation}` : ''}`;
     case 'fail':

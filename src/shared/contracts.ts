@@ -25,6 +25,10 @@ export const JOBS = {
   critic: 'critic',
   gate: 'gate',
   finalize: 'finalize',
+  /** A person's verdict on an attempt held for approval (`approve: human`). */
+  approval: 'approval',
+  /** Delayed at the hold: fires when `approve_timeout` passes with no verdict. */
+  approvalTimeout: 'approvalTimeout',
 } as const;
 
 /** Deterministic job ids: never a `:`, never all digits, the same on every host that computes them. */
@@ -87,6 +91,7 @@ export const TASK_STATUSES = [
   'reviewing',
   'retrying',
   'needs_input',
+  'awaiting_approval',
   'completed',
   'failed',
   'skipped',
@@ -113,6 +118,29 @@ export interface RunJobData extends AttemptRef {
 }
 
 export type StageJobData = AttemptRef & { sig?: string };
+
+/** What a person (or the clock) decided about an attempt held for approval. */
+export interface PersonVerdict {
+  readonly verdict: 'approve' | 'reject' | 'timeout';
+  /** Who decided (`flotilla approve --by`, the board's user); absent for a timeout. */
+  readonly by?: string;
+  /** A rejection's words, fed to the next attempt's prompt. */
+  readonly reason?: string;
+  readonly at: string;
+}
+
+/** The job a person's verdict travels in: the gate's reference and the verdict, signed alike. */
+export type ApprovalJobData = StageJobData & PersonVerdict;
+
+/** Who approved or rejected a held attempt, and when (kept on the task, shown in status). */
+export interface ApprovalRecord {
+  readonly verdict: 'approved' | 'rejected' | 'timed out';
+  readonly by: string | null;
+  readonly at: string;
+  readonly reason?: string;
+  /** How long the attempt waited for it. */
+  readonly waitedMs: number;
+}
 
 export interface FinalizeJobData {
   readonly missionId: string;
@@ -188,6 +216,10 @@ export type GateDecision =
   | { readonly action: 'retry'; readonly feedback: string; readonly delayMs: number; readonly reason: string }
   | { readonly action: 'fail'; readonly feedback: string; readonly reason: string }
   | { readonly action: 'pause'; readonly reason: string }
+  /** The gates passed and the task asks a person (`approve: human`): held, not merged. */
+  | { readonly action: 'hold'; readonly score?: number }
+  /** No verdict came in time and the author chose to skip the task (`on_approve_timeout: skip`). */
+  | { readonly action: 'skip'; readonly reason: string }
   | { readonly action: 'cancel' };
 
 /** Task state as stored in Redis and shown by `status`. */
@@ -219,6 +251,15 @@ export interface TaskState {
   handoff?: { summary: string; outputs: string; findings: string };
   /** Dependents this task's approval released; kept so a re-delivered gate re-adds the same. */
   released?: string[];
+  /**
+   * awaiting_approval: the attempt's results (CriticResult as JSON text: Lua would turn its empty
+   * lists into objects), so the merge a person approves needs nothing the gate job had.
+   */
+  held?: string | null;
+  /** When the attempt was held for a person's approval. */
+  heldAt?: string | null;
+  /** A person's verdict on the current or last held attempt. */
+  approval?: ApprovalRecord | null;
   startedAt?: string | null;
   finishedAt?: string | null;
 }
@@ -249,6 +290,10 @@ export interface MissionStatusJson {
     escalation?: string | null;
     costUsd?: number;
     questions?: unknown;
+    /** awaiting_approval: since when the attempt waits for a person. */
+    heldAt?: string;
+    /** Who approved or rejected the task's last held attempt, when, and after how long. */
+    approval?: ApprovalRecord;
     startedAt?: string | null;
     finishedAt?: string | null;
   }>;

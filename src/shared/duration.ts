@@ -27,3 +27,18 @@ export function formatDuration(ms: number): string {
   if (m < 60) return `${m}m ${s % 60}s`;
   return `${Math.floor(m / 60)}h ${m % 60}m`;
 }
+
+/** A duration as a mission file writes it (`1h`, `1m30s`, `90ms`), so a message quotes the setting. */
+export function formatDurationSetting(ms: number): string {
+  if (ms < 1000 || ms % 1000 !== 0) return `${ms}ms`;
+  const s = ms / 1000;
+  const parts: [number, string][] = [
+    [Math.floor(s / 3600), 'h'],
+    [Math.floor((s % 3600) / 60), 'm'],
+    [s % 60, 's'],
+  ];
+  return parts
+    .filter(([n]) => n > 0)
+    .map(([n, unit]) => `${n}${unit}`)
+    .join('');
+}

@@ -122,6 +122,14 @@ const escalate = z
   .meta({ uniqueItems: true });
 
 /**
+ * `approve: human`: after its exit criteria and critic pass, a task waits for a person's approval
+ * (`flotilla approve`, the board) before it merges and releases its dependents; `auto` (the
+ * default) merges at once. `approve_timeout` bounds the wait; `on_approve_timeout` says what then.
+ */
+const approve = z.enum(['auto', 'human']);
+const onApproveTimeout = z.enum(['fail', 'skip']);
+
+/**
  * The mission-wide value of every per-task setting that has one (DESIGN.md §5); a task's own value
  * wins. `critic` and `kind` have no fixed default: absent, each task decides by its kind.
  */
@@ -142,6 +150,9 @@ export const defaultsSchema = z
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
     requires: requires.optional(),
+    approve: approve.optional(),
+    approve_timeout: duration.optional(),
+    on_approve_timeout: onApproveTimeout.optional(),
   })
   .strict();
 
@@ -185,6 +196,9 @@ export const taskSchema = z
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
     requires: requires.optional(),
+    approve: approve.optional(),
+    approve_timeout: duration.optional(),
+    on_approve_timeout: onApproveTimeout.optional(),
   })
   .strict();
 
@@ -264,6 +278,11 @@ export interface TaskSpec {
   readonly setup?: { readonly commands: readonly string[]; readonly inputs: readonly string[] };
   /** What the task's machine must have (`requires`; a task's own replaces the defaults'); absent: any host. */
   readonly requires?: Requirements;
+  /**
+   * `approve: human`: a person approves each attempt the gates passed before it merges; how long
+   * that may take (absent: no limit) and what then. Absent: approved attempts merge at once.
+   */
+  readonly approval?: { readonly timeoutMs?: number; readonly onTimeout: 'fail' | 'skip' };
 }
 
 /** A validated mission: what submit stores in Redis. */
@@ -300,7 +319,16 @@ export function normalizeTask(
   const commands = task.setup ?? mission.setup ?? defaults.setup ?? [];
   const inputs = task.setup_inputs ?? mission.setup_inputs ?? defaults.setup_inputs ?? [];
   const requires = task.requires ?? defaults.requires;
+  const timeoutMs = task.approve_timeout ?? defaults.approve_timeout;
+  const approval =
+    (task.approve ?? defaults.approve) === 'human'
+      ? {
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          onTimeout: task.on_approve_timeout ?? defaults.on_approve_timeout ?? 'fail',
+        }
+      : undefined;
   return {
+    ...(approval ? { approval } : {}),
     ...(!isEmptyRequirements(requires) && requires ? { requires: canonicalRequirements(requires) } : {}),
     ...(commands.length > 0 ? { setup: { commands, inputs } } : {}),
     id: task.id,

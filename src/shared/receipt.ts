@@ -29,6 +29,11 @@ export interface ReceiptAttempt {
   /** The attempt's own commit, and the integration merge commit when the gate approved it. */
   readonly commit: string | null;
   readonly mergeCommit: string | null;
+  /**
+   * `approve: human`: the person's verdict on the held attempt (or its timeout), who and when.
+   * Absent for attempts nobody had to approve, so receipts made before it read the same.
+   */
+  readonly approval?: { readonly verdict: string; readonly by: string | null; readonly at: string };
   /** The audit entries (chain numbers) these facts were read from. */
   readonly entries: readonly number[];
 }

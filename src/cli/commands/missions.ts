@@ -91,6 +91,10 @@ export async function status(
       for (const t of s.tasks) {
         if (t.route && (t.status === 'queued' || t.status === 'pending')) io.out(`  ${t.id}: ${t.route}`);
         if (t.escalation) io.out(`  ${t.id}: ${t.tier ? `${t.tier} tier; ` : ''}${t.escalation}`);
+        if (t.status === 'awaiting_approval')
+          io.out(
+            `  ${t.id} passed its gates and waits for a person: flotilla approve ${s.id} ${t.id} [--reject "why"]`,
+          );
         if (t.questions)
           io.out(
             `  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`,
@@ -170,6 +174,32 @@ export async function answer(
   return withClient(config, async (client) => {
     const { attempt } = await client.answer(args.id, args.task, args.text);
     io.out(`${args.task} resumes as attempt ${attempt}`);
+    return 0;
+  });
+}
+
+export async function approve(
+  args: { id: string; task: string; reject?: string; by?: string },
+  config: Config,
+  io: Io,
+): Promise<number> {
+  return withClient(config, async (client) => {
+    const verdict = {
+      ...(args.reject !== undefined ? { reject: args.reject } : {}),
+      ...(args.by ? { by: args.by } : {}),
+    };
+    const { attempt, counted, sent } = await client.approve(args.id, args.task, verdict);
+    if (!counted) {
+      io.err(
+        `flotilla: ${args.task} attempt ${attempt} was already ${sent.verdict === 'approve' ? 'approved' : 'rejected'} by ${sent.by ?? 'someone'} at ${sent.at}; that verdict counts`,
+      );
+      return 1;
+    }
+    io.out(
+      sent.verdict === 'approve'
+        ? `${args.task} attempt ${attempt} approved by ${sent.by}: it merges on a worker host and releases its dependents`
+        : `${args.task} attempt ${attempt} rejected by ${sent.by}: it retries with your words in its prompt while it has attempts`,
+    );
     return 0;
   });
 }

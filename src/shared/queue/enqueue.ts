@@ -1,4 +1,12 @@
-import { attemptJobId, finalizeJobId, JOBS, QUEUES } from '../contracts.js';
+import { Job } from 'bullmq';
+import {
+  type ApprovalJobData,
+  attemptJobId,
+  finalizeJobId,
+  JOBS,
+  type PersonVerdict,
+  QUEUES,
+} from '../contracts.js';
 import type { Requirements } from '../host-facts.js';
 import type { Logger } from '../logger.js';
 import type { TaskSpec } from '../mission.js';
@@ -152,4 +160,35 @@ export async function enqueueFinalize(
     ...RETENTION,
     attempts: FINALIZE_ATTEMPTS,
   });
+}
+
+/**
+ * A person's verdict on a held attempt (`flotilla approve`, the board), or the timeout that stands
+ * in for one: a job on the mission queue that any host's gate worker takes, since merging needs a
+ * host with the repository. One person's verdict per attempt (its id): the first one added is the
+ * one that counts, and the job reports which that was. A verdict that failed for good (its merge
+ * kept failing) may be sent again.
+ */
+export async function enqueueVerdict(
+  ctx: { readonly queues: QueueSet; readonly secret: string | undefined },
+  data: ApprovalJobData,
+  delayMs = 0,
+): Promise<{ sent: PersonVerdict; added: boolean }> {
+  const stage = data.verdict === 'timeout' ? JOBS.approvalTimeout : JOBS.approval;
+  const queue = ctx.queues.get(QUEUES.mission);
+  const jobId = attemptJobId(data.missionId, data.taskId, data.attempt, stage);
+  const existing = await Job.fromId<ApprovalJobData>(queue, jobId);
+  if (existing && (await existing.isFailed())) await existing.remove();
+  else if (existing) return { sent: existing.data, added: false };
+  await queue.add(stage, withSignature({ ...data }, ctx.secret), {
+    jobId,
+    ...RETENTION,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1_000 },
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
+  });
+  // Two people at once: BullMQ keeps the first job of an id, so read back which one that is.
+  const stored = await Job.fromId<ApprovalJobData>(queue, jobId);
+  const sent = stored?.data ?? data;
+  return { sent, added: sent.at === data.at && sent.by === data.by && sent.verdict === data.verdict };
 }

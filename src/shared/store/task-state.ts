@@ -61,6 +61,8 @@ export function statusJson(
         finishedAt: s?.finishedAt ?? null,
         // Questions are shown while they wait for an answer, not after the task went on.
         ...(s?.status === 'needs_input' && s.questions ? { questions: s.questions } : {}),
+        ...(s?.status === 'awaiting_approval' && s.heldAt ? { heldAt: s.heldAt } : {}),
+        ...(s?.approval ? { approval: s.approval } : {}),
       };
     }),
   };

@@ -6,7 +6,7 @@ import { missionKeys } from './keys.js';
 import { CANCEL_SCRIPT, LUA_CODES, type LuaCode, MARK_SCRIPT, SETTLE_SCRIPT } from './scripts.js';
 import { toStored } from './task-state.js';
 
-export type SettleAction = 'approve' | 'retry' | 'fail' | 'cancel' | 'pause' | 'answer';
+export type SettleAction = 'approve' | 'retry' | 'fail' | 'skip' | 'cancel' | 'pause' | 'hold' | 'answer';
 
 export interface SettleOutcome {
   applied: boolean;

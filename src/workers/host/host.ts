@@ -22,7 +22,7 @@ import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/c
 import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
 import { gateJobFailed } from '../stages/gate/job-failed.js';
-import { gateAttempt } from '../stages/gate/processor.js';
+import { gateAttempt, verdictOnHeld } from '../stages/gate/processor.js';
 import { runAttempt } from '../stages/run/processor.js';
 import { verifyAttempt } from '../stages/verify/processor.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
@@ -329,7 +329,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
   await reconcileDispatchWorkers();
   serve(
     QUEUES.mission,
-    (job, token) => (job.name === JOBS.finalize ? finalizeMission(ctx, job) : gateAttempt(ctx, job, token)),
+    (job, token) => {
+      if (job.name === JOBS.finalize) return finalizeMission(ctx, job);
+      if (job.name === JOBS.approval || job.name === JOBS.approvalTimeout)
+        return verdictOnHeld(ctx, job, token);
+      return gateAttempt(ctx, job, token);
+    },
     { concurrency: Math.max(2, slots) },
   );
   // A gate job out of tries settles its task as failed, so its mission goes on (gate/job-failed.ts).

@@ -82,6 +82,7 @@ async function settleFailedGates(
       state.attempts >= 1 &&
       state.status !== 'pending' &&
       state.status !== 'needs_input' &&
+      state.status !== 'awaiting_approval' &&
       !TERMINAL_TASK_STATUSES.includes(state.status)
       ? [{ taskId: task.id, jobId: attemptJobId(missionId, task.id, state.attempts, 'gate') }]
       : [];

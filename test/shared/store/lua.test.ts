@@ -30,6 +30,7 @@ describe('Lua scripts agree with the TypeScript contracts', () => {
     }
     // The pattern must keep finding what settle and cancel write, or this check checks nothing.
     expect([...seen].sort()).toEqual([
+      'awaiting_approval',
       'cancelled',
       'completed',
       'failed',

@@ -10,7 +10,8 @@ local all = redis.call('HGETALL', KEYS[2])
 local cancelled, running = {}, {}
 for i = 1, #all, 2 do
   local t = cjson.decode(all[i + 1])
-  if t.status == 'pending' or t.status == 'queued' or t.status == 'retrying' or t.status == 'needs_input' then
+  if t.status == 'pending' or t.status == 'queued' or t.status == 'retrying' or t.status == 'needs_input'
+    or t.status == 'awaiting_approval' then
     t.status = 'cancelled'
     t.error = 'mission cancelled'
     t.finishedAt = ARGV[1]

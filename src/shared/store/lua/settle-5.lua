@@ -5,7 +5,10 @@
 -- The gate's audit entry is appended in the same step (audit-append.lua), so a host that dies right
 -- after the transition cannot leave it out of the trail, and the gate spends no round trip on it.
 -- KEYS: 1 meta, 2 tasks, 3 graph (task id -> { deps, dependents } JSON), 4 audit list, 5 audit index.
--- ARGV: 1 taskId, 2 attempt, 3 action (approve|retry|fail|cancel|pause|answer), 4 patch JSON, 5 now,
+-- An attempt held for a person (hold: awaiting_approval) moves on only by a transition whose patch
+-- carries the person's verdict (`approval`), and such a transition applies to nothing else: a
+-- replayed gate cannot merge what waits for a person, nor a late verdict an attempt that went on.
+-- ARGV: 1 taskId, 2 attempt, 3 action (approve|retry|fail|skip|cancel|pause|hold|answer), 4 patch JSON, 5 now,
 --       6 audit entry as canonical JSON ('' for none), 7 its content hash, 8 the mission's genesis hash.
 -- Returns { code, applied, settled, missionStatus, taskStatus, attempts, released[], skipped[] };
 -- code 0 = ok, -1 = unknown task (LUA_CODES in scripts.ts).
@@ -22,6 +25,7 @@ end
 local stale = t.attempts ~= attempt or terminal(t.status)
   or (action ~= 'answer' and t.status == 'needs_input')
   or (action == 'answer' and t.status ~= 'needs_input')
+  or ((t.status == 'awaiting_approval') ~= (patch.approval ~= nil))
 if stale then
   local released = t.released or {}
   if t.status ~= 'completed' then released = {} end
@@ -56,8 +60,10 @@ if action == 'approve' then
 elseif action == 'retry' then
   t.status = 'retrying'
   t.attempts = attempt + 1
-elseif action == 'fail' or action == 'cancel' then
-  t.status = (action == 'fail') and 'failed' or 'cancelled'
+elseif action == 'fail' or action == 'skip' or action == 'cancel' then
+  if action == 'fail' then t.status = 'failed'
+  elseif action == 'skip' then t.status = 'skipped'
+  else t.status = 'cancelled' end
   t.finishedAt = now
   local queue = { taskId }
   local seen = { [taskId] = true }
@@ -69,8 +75,13 @@ elseif action == 'fail' or action == 'cancel' then
         seen[d] = true
         local dt = get(d)
         if dt and dt.status == 'pending' then
-          dt.status = (action == 'fail') and 'skipped' or 'cancelled'
-          dt.error = (action == 'fail') and ('dependency ' .. taskId .. ' failed') or 'mission cancelled'
+          if action == 'cancel' then
+            dt.status = 'cancelled'
+            dt.error = 'mission cancelled'
+          else
+            dt.status = 'skipped'
+            dt.error = 'dependency ' .. taskId .. ((action == 'fail') and ' failed' or ' skipped')
+          end
           dt.finishedAt = now
           put(d, dt)
           table.insert(skipped, d)
@@ -81,6 +92,8 @@ elseif action == 'fail' or action == 'cancel' then
   end
 elseif action == 'pause' then
   t.status = 'needs_input'
+elseif action == 'hold' then
+  t.status = 'awaiting_approval'
 elseif action == 'answer' then
   t.status = 'queued'
   t.attempts = attempt + 1

@@ -62,6 +62,8 @@ function attemptFacts(attempt: number, entries: readonly AuditEntry[]): ReceiptA
   const gate = last('gate');
   const runEvent = eventOf(run);
   const criteria = eventOf(verify).criteria;
+  const verdictEntry = entries.filter((e) => e.stage === 'gate' && text(eventOf(e).approval)).at(-1);
+  const verdict = eventOf(verdictEntry);
   return {
     attempt,
     host: run?.host ?? null,
@@ -78,6 +80,9 @@ function attemptFacts(attempt: number, entries: readonly AuditEntry[]): ReceiptA
     gate: text(eventOf(gate).action),
     commit: text(runEvent.commit),
     mergeCommit: text(eventOf(gate).commit),
+    ...(verdictEntry
+      ? { approval: { verdict: text(verdict.approval) ?? '', by: text(verdict.by), at: verdictEntry.at } }
+      : {}),
     entries: entries.map((e) => e.chain?.n ?? 0),
   };
 }

@@ -1,11 +1,14 @@
 import type {
+  ApprovalRecord,
   CriterionResult,
   CriticResult,
   CriticVerdict,
   GateDecision,
+  PersonVerdict,
   RunResult,
   TaskState,
 } from '../../../shared/contracts.js';
+import { formatDurationSetting } from '../../../shared/duration.js';
 import { clip, fence } from '../../../shared/markdown.js';
 import type { TaskSpec } from '../../../shared/mission.js';
 
@@ -94,6 +97,63 @@ export function decideGate(input: GateInput): GateDecision {
     );
   }
   return { action: 'approve' };
+}
+
+/**
+ * `approve: human`: an attempt its gates approved is held for a person instead of merged. Anything
+ * short of approval (and a cancel) goes on as decided.
+ */
+export function holdForPerson(decision: GateDecision, task: Pick<TaskSpec, 'approval'>): GateDecision {
+  if (decision.action !== 'approve' || !task.approval) return decision;
+  return { action: 'hold', ...(decision.score !== undefined ? { score: decision.score } : {}) };
+}
+
+/**
+ * What a person's verdict (or the approval timeout) makes of a held attempt. An approval then
+ * merges like any other (decideAfterMerge); a rejection is a failed attempt whose feedback is the
+ * person's words; a timeout fails or skips the task, as its `on_approve_timeout` says.
+ */
+export function decideHeld(
+  verdict: PersonVerdict,
+  held: CriticResult,
+  task: Pick<TaskSpec, 'maxAttempts' | 'backoffMs' | 'approval'>,
+  attempt: number,
+): GateDecision {
+  const score = held.verdict?.score;
+  switch (verdict.verdict) {
+    case 'approve':
+      return { action: 'approve', ...(score !== undefined ? { score } : {}) };
+    case 'reject': {
+      const who = verdict.by ?? 'a person';
+      const why = verdict.reason?.trim() || 'no reason given';
+      return retryOrFail(
+        task,
+        attempt,
+        `The exit criteria and the review passed, but ${who} rejected the work before it merged:\n\n${why}\n\nChange the work to answer this.`,
+        `rejected by ${who}: ${clip(why, 200)}`,
+      );
+    }
+    case 'timeout': {
+      const waited = task.approval?.timeoutMs;
+      const reason = `no approval within ${waited !== undefined ? formatDurationSetting(waited) : 'its time'}`;
+      return task.approval?.onTimeout === 'skip'
+        ? { action: 'skip', reason }
+        : { action: 'fail', feedback: reason, reason };
+    }
+  }
+}
+
+/** The record of a verdict kept on the task (status, board) and its wait. */
+export function approvalRecord(verdict: PersonVerdict, heldAt: string | null | undefined): ApprovalRecord {
+  const waitedMs = heldAt ? Math.max(0, Date.parse(verdict.at) - Date.parse(heldAt)) : 0;
+  return {
+    verdict:
+      verdict.verdict === 'approve' ? 'approved' : verdict.verdict === 'reject' ? 'rejected' : 'timed out',
+    by: verdict.by ?? null,
+    at: verdict.at,
+    ...(verdict.reason ? { reason: verdict.reason } : {}),
+    waitedMs: Number.isFinite(waitedMs) ? waitedMs : 0,
+  };
 }
 
 /** What integrating an approved attempt into the mission's branch came to. */
@@ -223,6 +283,15 @@ export function settlePatch(decision: GateDecision, result: CriticResult): Parti
       return { error: decision.reason.slice(0, 500), feedback: decision.feedback, ...score };
     case 'pause':
       return { questions: run.questions ?? null, error: null };
+    case 'hold':
+      return {
+        score: result.verdict?.score ?? null,
+        error: null,
+        feedback: null,
+        held: JSON.stringify(result),
+      };
+    case 'skip':
+      return { error: decision.reason.slice(0, 500), held: null };
     case 'cancel':
       return { error: 'mission cancelled' };
   }
@@ -239,6 +308,10 @@ export function describeDecision(decision: GateDecision): string {
       return `failed: ${decision.reason}`;
     case 'pause':
       return `paused: ${decision.reason}`;
+    case 'hold':
+      return `passed its gates${decision.score !== undefined ? ` (score ${decision.score})` : ''}; waiting for a person's approval`;
+    case 'skip':
+      return `skipped: ${decision.reason}`;
     case 'cancel':
       return 'cancelled';
   }
@@ -307,14 +380,22 @@ function formatScore(score: number): string {
  */
 export function gateEvent(
   decision: GateDecision,
-  extra: { readonly commit?: string; readonly escalation?: string } = {},
+  extra: {
+    readonly commit?: string;
+    readonly escalation?: string;
+    readonly approval?: ApprovalRecord['verdict'];
+    readonly by?: string;
+    readonly waitedMs?: number;
+  } = {},
 ) {
   return {
     kind: 'gate' as const,
     action: decision.action,
     ...('reason' in decision ? { reason: decision.reason } : {}),
     ...(decision.action === 'retry' ? { delayMs: decision.delayMs } : {}),
-    ...(decision.action === 'approve' && decision.score !== undefined ? { score: decision.score } : {}),
+    ...((decision.action === 'approve' || decision.action === 'hold') && decision.score !== undefined
+      ? { score: decision.score }
+      : {}),
     ...extra,
   };
 }

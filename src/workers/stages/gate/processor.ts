@@ -1,8 +1,19 @@
 import type { Job } from 'bullmq';
-import type { CriticResult, GateDecision, StageJobData } from '../../../shared/contracts.js';
+import type {
+  ApprovalJobData,
+  ApprovalRecord,
+  CriticResult,
+  GateDecision,
+  StageJobData,
+} from '../../../shared/contracts.js';
 import { FlotillaError } from '../../../shared/errors.js';
-import type { TaskSpec } from '../../../shared/mission.js';
-import { enqueueAttempt, enqueueAttempts, enqueueFinalize } from '../../../shared/queue/enqueue.js';
+import type { MissionSpec, TaskSpec } from '../../../shared/mission.js';
+import {
+  enqueueAttempt,
+  enqueueAttempts,
+  enqueueFinalize,
+  enqueueVerdict,
+} from '../../../shared/queue/enqueue.js';
 import type { AuditInput, SettleOutcome } from '../../../shared/store/mission-store.js';
 import { readAgentSettings } from '../../agent/personality.js';
 import { IntegrationContended } from '../../workspace/integrate.js';
@@ -10,11 +21,14 @@ import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack } from '../job-guard.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import {
+  approvalRecord,
   decideAfterMerge,
   decideBudget,
   decideGate,
+  decideHeld,
   describeDecision,
   gateEvent,
+  holdForPerson,
   settlePatch,
 } from './decide.js';
 import { escalateRetry } from './escalation.js';
@@ -51,12 +65,133 @@ export async function gateAttempt(
     ran: false,
   };
   const cancelled = await ctx.store.isCancelled(missionId);
-  let decision = decideGate({ result, task, attempt, cancelled });
+  const decision = holdForPerson(decideGate({ result, task, attempt, cancelled }), task);
+  if (decision.action === 'hold') return holdAttempt(ctx, { missionId, task, attempt }, decision, result);
+  return conclude(ctx, job, token, { spec, repo: meta.repo, task, attempt, result, decision });
+}
+
+/**
+ * A person's verdict on an attempt held for approval (`approve: human`), or its timeout. The
+ * attempt's results were kept on the task when it was held, so any host can merge it now, as the
+ * gate would have; a verdict that comes after the attempt went on (cancelled, decided, timed
+ * out) changes nothing.
+ */
+export async function verdictOnHeld(
+  ctx: HostContext,
+  job: Job<ApprovalJobData>,
+  token?: string,
+): Promise<{ action: string }> {
+  assertSigned(ctx, job);
+  const { missionId, taskId, attempt } = job.data;
+  const { spec, meta } = await missionRecord(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  const state = await ctx.store.getTask(missionId, taskId);
+  if (state?.status !== 'awaiting_approval' || state.attempts !== attempt || !state.held) {
+    return { action: 'stale' };
+  }
+  const held = JSON.parse(state.held) as CriticResult;
+  const decision = decideHeld(job.data, held, task, attempt);
+  const approval = approvalRecord(job.data, state.heldAt);
+  return conclude(ctx, job, token, {
+    spec,
+    repo: meta.repo,
+    task,
+    attempt,
+    result: held,
+    decision,
+    approval,
+  });
+}
+
+/**
+ * Holds an attempt its gates approved until a person decides: nothing merges and no dependent
+ * starts. The results are kept on the task for the verdict's job; with `approve_timeout` a
+ * delayed job stands in for a verdict that never comes. Both survive any host's crash (Redis).
+ */
+async function holdAttempt(
+  ctx: HostContext,
+  ref: { missionId: string; task: TaskSpec; attempt: number },
+  decision: GateDecision,
+  result: CriticResult,
+): Promise<{ action: string }> {
+  const { missionId, task, attempt } = ref;
+  const now = new Date().toISOString();
+  const entry: AuditInput = {
+    at: now,
+    taskId: task.id,
+    attempt,
+    stage: 'gate',
+    host: ctx.hostId,
+    cli: result.verify.run.cli,
+    event: gateEvent(decision),
+  };
+  const patch = { ...settlePatch(decision, result), heldAt: now };
+  const outcome = await ctx.store.settle(missionId, task.id, attempt, 'hold', patch, now, entry);
+  if (outcome.taskStatus !== 'awaiting_approval' || outcome.attempts !== attempt) return { action: 'hold' };
+  const timeoutMs = task.approval?.timeoutMs;
+  if (timeoutMs !== undefined) {
+    // A replayed gate (its host died after the transition) adds the timeout it may have missed.
+    const heldAt = outcome.applied ? now : ((await ctx.store.getTask(missionId, task.id))?.heldAt ?? now);
+    const remaining = Date.parse(heldAt) + timeoutMs - Date.now();
+    await enqueueVerdict(
+      ctx,
+      {
+        missionId,
+        taskId: task.id,
+        attempt,
+        verdict: 'timeout',
+        at: new Date(Date.parse(heldAt) + timeoutMs).toISOString(),
+      },
+      Math.max(0, remaining),
+    );
+  }
+  if (outcome.applied) {
+    const message = `${describeDecision(decision)}: flotilla approve ${missionId} ${task.id}`;
+    ctx.logger.info(
+      { missionId, taskId: task.id, attempt, host: ctx.hostId, action: 'hold' },
+      `gate: ${message}`,
+    );
+    await ctx.store.emit({
+      missionId,
+      taskId: task.id,
+      attempt,
+      type: 'task',
+      status: 'awaiting_approval',
+      message,
+    });
+  }
+  return { action: 'hold' };
+}
+
+/**
+ * The rest of a decision, the gate's or a person's: an approval merges first (a conflict is a
+ * failed attempt), a retry checks the budget, then one transition with its audit entry, then the
+ * effects.
+ */
+async function conclude(
+  ctx: HostContext,
+  job: Job<StageJobData>,
+  token: string | undefined,
+  input: {
+    spec: MissionSpec;
+    repo: string;
+    task: TaskSpec;
+    attempt: number;
+    result: CriticResult;
+    decision: GateDecision;
+    approval?: ApprovalRecord;
+  },
+): Promise<{ action: string }> {
+  const { spec, task, attempt, result, approval } = input;
+  const { missionId } = job.data;
+  const taskId = task.id;
+  let { decision } = input;
   let mergeCommit: string | undefined;
   if (decision.action === 'approve') {
     const merged = await mergeApproved(
       ctx,
-      meta.repo,
+      input.repo,
       { missionId, taskId, attempt },
       result.verify.run,
     ).catch((error: unknown) => {
@@ -87,7 +222,12 @@ export async function gateAttempt(
           baseTier: readAgentSettings(task.agent ? (spec.agents[task.agent] ?? '') : '').modelTier,
         })
       : null;
-  const patch = { ...settlePatch(decision, result), ...(escalation ? { escalated: escalation } : {}) };
+  const patch = {
+    ...settlePatch(decision, result),
+    ...(escalation ? { escalated: escalation } : {}),
+    // The verdict is what lets a held attempt move (settle-5.lua); its results are no longer needed.
+    ...(approval ? { approval, held: null } : {}),
+  };
   // The audit row goes in with the transition (settle-5.lua): none is lost to a crash in between.
   const entry: AuditInput = {
     at: now,
@@ -99,6 +239,8 @@ export async function gateAttempt(
     event: gateEvent(decision, {
       ...(decision.action === 'approve' && mergeCommit ? { commit: mergeCommit } : {}),
       ...(escalation ? { escalation: escalation.reason } : {}),
+      ...(approval ? { approval: approval.verdict, waitedMs: approval.waitedMs } : {}),
+      ...(approval?.by ? { by: approval.by } : {}),
     }),
   };
   const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
@@ -149,7 +291,7 @@ export async function recordSettled(
       taskId: skipped,
       type: 'task',
       status: outcome.missionStatus === 'cancelled' ? 'cancelled' : 'skipped',
-      message: `skipped: dependency ${taskId} ${decision.action === 'cancel' ? 'cancelled' : 'failed'}`,
+      message: `skipped: dependency ${taskId} ${decision.action === 'cancel' ? 'cancelled' : decision.action === 'skip' ? 'skipped' : 'failed'}`,
     });
   }
 }

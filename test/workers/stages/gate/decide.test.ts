@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { CriterionResult, CriticResult, RunResult } from '../../../../src/shared/contracts.js';
 import {
+  approvalRecord,
   decideAfterMerge,
   decideBudget,
   decideGate,
   decideGateJobFailed,
+  decideHeld,
   describeDecision,
   formatCriteriaFeedback,
   formatCriticFeedback,
+  holdForPerson,
   MAX_RETRY_DELAY_MS,
   retryDelayMs,
   settlePatch,
@@ -386,5 +389,115 @@ describe('decideGateJobFailed', () => {
     expect(decideGateJobFailed({ cause: 'fatal: x', tries: 5, cancelled: true })).toEqual({
       action: 'cancel',
     });
+  });
+});
+
+describe('approve: human', () => {
+  const human = task({ approval: { onTimeout: 'fail', timeoutMs: 3_600_000 } });
+  const skipping = task({ approval: { onTimeout: 'skip', timeoutMs: 90_000 } });
+  const at = '2026-12-07T12:00:00.000Z';
+
+  it.each([
+    [
+      'an approval of a task that asks a person is held',
+      { action: 'approve', score: 8 },
+      human,
+      { action: 'hold', score: 8 },
+    ],
+    [
+      'an approval of any other task merges',
+      { action: 'approve', score: 8 },
+      task(),
+      { action: 'approve', score: 8 },
+    ],
+    [
+      'a retry is not held',
+      { action: 'retry', feedback: 'f', delayMs: 1, reason: 'r' },
+      human,
+      { action: 'retry', feedback: 'f', delayMs: 1, reason: 'r' },
+    ],
+    ['a cancel is not held', { action: 'cancel' }, human, { action: 'cancel' }],
+  ] as const)('%s', (_, decision, t, expected) => {
+    expect(holdForPerson(decision, t)).toEqual(expected);
+  });
+
+  it.each([
+    [
+      'approved: merges with the score the critic gave',
+      { verdict: 'approve', by: 'alice', at },
+      human,
+      1,
+      { action: 'approve', score: 8 },
+    ],
+    [
+      'rejected with attempts left: a retry whose feedback is the words',
+      { verdict: 'reject', by: 'bob', reason: 'keep the old names', at },
+      human,
+      1,
+      { action: 'retry', reason: 'rejected by bob: keep the old names', delayMs: 1_000 },
+    ],
+    [
+      'rejected on the last attempt: fails',
+      { verdict: 'reject', by: 'bob', reason: 'no', at },
+      human,
+      3,
+      { action: 'fail', reason: 'out of attempts (3/3): rejected by bob: no' },
+    ],
+    [
+      'rejected without words',
+      { verdict: 'reject', by: 'bob', at },
+      human,
+      1,
+      { reason: 'rejected by bob: no reason given' },
+    ],
+    [
+      'timed out, fail chosen',
+      { verdict: 'timeout', at },
+      human,
+      1,
+      { action: 'fail', reason: 'no approval within 1h' },
+    ],
+    [
+      'timed out, skip chosen',
+      { verdict: 'timeout', at },
+      skipping,
+      1,
+      { action: 'skip', reason: 'no approval within 1m30s' },
+    ],
+  ] as const)('%s', (_, verdict, t, attempt, expected) => {
+    expect(decideHeld(verdict, result({}), { ...t, backoffMs: 1_000 }, attempt)).toMatchObject(expected);
+  });
+
+  it("feeds a rejection to the next prompt in the person's own words", () => {
+    const decision = decideHeld(
+      { verdict: 'reject', by: 'bob', reason: 'use snake_case', at },
+      result({}),
+      human,
+      1,
+    );
+    expect(decision.action === 'retry' && decision.feedback).toContain(
+      'bob rejected the work before it merged:\n\nuse snake_case',
+    );
+  });
+
+  it('records who decided and how long the attempt waited', () => {
+    expect(approvalRecord({ verdict: 'approve', by: 'alice', at }, '2026-12-07T11:58:30.000Z')).toEqual({
+      verdict: 'approved',
+      by: 'alice',
+      at,
+      waitedMs: 90_000,
+    });
+    expect(approvalRecord({ verdict: 'timeout', at }, null)).toEqual({
+      verdict: 'timed out',
+      by: null,
+      at,
+      waitedMs: 0,
+    });
+  });
+
+  it('keeps the held results and clears them when it moves on', () => {
+    const r = result({});
+    expect(JSON.parse(String(settlePatch({ action: 'hold', score: 8 }, r).held))).toEqual(r);
+    expect(settlePatch({ action: 'skip', reason: 'late' }, r)).toEqual({ error: 'late', held: null });
   });
 });
