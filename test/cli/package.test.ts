@@ -1,15 +1,17 @@
 import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/flotilla.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
 /**
  * What `npm pack` ships is what a user gets: pack a clean copy of the source tree, install the
- * tarball into a fresh project, and use it as the README says — the CLI and the library snippet,
- * against a worker host from the installed package itself.
+ * tarball into a fresh project, and use it as the README says — the CLI, the library snippet and
+ * the example scripts (examples/scripts/, the TypeScript one type-checked under `tsc --strict`
+ * first), against one worker host from the installed package itself.
  */
 
 describe('the npm package', () => {
@@ -17,6 +19,9 @@ describe('the npm package', () => {
   let redis: RedisHandle;
   let project: string;
   let tarball: string;
+  let installed: string;
+  let env: NodeJS.ProcessEnv;
+  let worker: ResultPromise | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'flotilla-pack-'));
@@ -42,12 +47,42 @@ describe('the npm package', () => {
       join(project, 'package.json'),
       '{ "name": "uses-flotilla", "private": true, "type": "module" }\n',
     );
-    await execa('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev', tarball], {
-      cwd: project,
-    });
+    // TypeScript and Node's types as a TypeScript user has them, at this repository's versions.
+    const { devDependencies: dev } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    const typescript = [`typescript@${dev.typescript}`, `@types/node@${dev['@types/node']}`];
+    await execa(
+      'npm',
+      ['install', '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev', tarball, ...typescript],
+      { cwd: project },
+    );
     // Packing builds with tsc and installing unpacks ~370 packages: minutes on a slow, shared machine.
+
+    installed = join(project, 'node_modules', 'flotilla');
+    env = {
+      ...process.env,
+      REDIS_URL: redis.url,
+      FLOTILLA_PREFIX: uniquePrefix(),
+      FLOTILLA_HOME: join(dir, 'home'),
+      LOG_LEVEL: 'silent',
+      PATH: `${join(installed, 'examples', 'bin')}${delimiter}${process.env.PATH ?? ''}`,
+    };
+    // One worker host of the installed package, with the stand-in agent, serves every mission here.
+    worker = execa(
+      'node',
+      [
+        join(installed, 'bin', 'flotilla.js'),
+        'worker',
+        '--adapters',
+        join(installed, 'examples', 'adapters'),
+      ],
+      { env, reject: false },
+    );
   }, 300_000);
   afterAll(async () => {
+    worker?.kill('SIGTERM');
+    await worker;
     await redis?.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -76,7 +111,6 @@ describe('the npm package', () => {
   });
 
   it("works as the README's library: the snippet runs a mission on a host of the installed package", async () => {
-    const installed = join(project, 'node_modules', 'flotilla');
     const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## From a script'));
     const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
@@ -99,41 +133,88 @@ describe('the npm package', () => {
         '      ```',
       ].join('\n'),
     );
-    const env = {
-      ...process.env,
-      REDIS_URL: redis.url,
-      FLOTILLA_PREFIX: uniquePrefix(),
-      FLOTILLA_HOME: join(dir, 'home'),
-      LOG_LEVEL: 'silent',
-      PATH: `${join(installed, 'examples', 'bin')}${delimiter}${process.env.PATH ?? ''}`,
-    };
-    const worker = execa(
-      'node',
-      [
-        join(installed, 'bin', 'flotilla.js'),
-        'worker',
-        '--adapters',
-        join(installed, 'examples', 'adapters'),
-      ],
-      {
-        env,
-        reject: false,
-      },
+    const result = await execa('node', ['snippet.mjs'], { cwd: project, env, reject: false });
+    expect(result.exitCode, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines.at(-1)).toBe("done [ 'mean:completed' ]");
+    // Its onEvent lines: the mission's own events name the mission, never `undefined undefined`.
+    expect(result.stdout).not.toContain('undefined');
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\d\d:\d\d:\d\d mission +submitted +mission submitted: /),
     );
-    try {
-      const result = await execa('node', ['snippet.mjs'], { cwd: project, env, reject: false });
-      expect(result.exitCode, result.stderr).toBe(0);
-      const lines = result.stdout.trim().split('\n');
-      expect(lines.at(-1)).toBe("done [ 'mean:completed' ]");
-      // Its onEvent lines: the mission's own events name the mission, never `undefined undefined`.
-      expect(result.stdout).not.toContain('undefined');
+    expect(lines).toContainEqual(expect.stringMatching(/^\d\d:\d\d:\d\d mean a1 +completed /));
+  });
+
+  it('ships the mission JSON Schema where its exports say: flotilla/mission.schema.json', async () => {
+    const file = createRequire(join(project, 'package.json')).resolve('flotilla/mission.schema.json');
+    expect(file).toBe(join(installed, 'schema', 'mission.schema.json'));
+    expect(await readFile(file, 'utf8')).toBe(
+      await readFile(join(ROOT, 'schema', 'mission.schema.json'), 'utf8'),
+    );
+  });
+
+  /** What an example script printed, with the events and summary every run of it must show. */
+  function expectGreeted(result: { exitCode?: number; stdout: string; stderr: string }): string[] {
+    expect(result.exitCode, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^submitted \S+$/);
+    expect(result.stdout).not.toContain('undefined');
+    for (const task of ['hello', 'goodbye'])
       expect(lines).toContainEqual(
-        expect.stringMatching(/^\d\d:\d\d:\d\d mission +submitted +mission submitted: /),
+        expect.stringMatching(new RegExp(`^\\d\\d:\\d\\d:\\d\\d ${task} a1 +completed `)),
       );
-      expect(lines).toContainEqual(expect.stringMatching(/^\d\d:\d\d:\d\d mean a1 +completed /));
-    } finally {
-      worker.kill('SIGTERM');
-      await worker;
-    }
+    expect(lines).toContainEqual(expect.stringMatching(/^\d\d:\d\d:\d\d mission +done /));
+    expect(lines).toContainEqual(expect.stringMatching(/^✅ Mission complete: Greet from a/));
+    expect(lines).toContain('- ✅ Write goodbye.txt');
+    return lines;
+  }
+
+  it('runs examples/scripts/follow-mission.js as shipped: submits an object, follows its events, prints the summary', async () => {
+    await cp(join(installed, 'examples', 'scripts', 'follow-mission.js'), join(project, 'follow-mission.js'));
+    const result = await execa('node', ['follow-mission.js', './ws-js'], {
+      cwd: project,
+      env,
+      reject: false,
+    });
+    expectGreeted(result);
+  });
+
+  it('type-checks examples/scripts/follow-mission.ts under tsc --strict against the installed types, then runs it', async () => {
+    await cp(join(installed, 'examples', 'scripts', 'follow-mission.ts'), join(project, 'follow-mission.ts'));
+    const compilerOptions = {
+      strict: true,
+      module: 'nodenext',
+      target: 'es2022',
+      types: ['node'],
+      outDir: 'out',
+    };
+    await writeFile(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions, files: ['follow-mission.ts'] }),
+    );
+    const tsc = join(project, 'node_modules', 'typescript', 'bin', 'tsc');
+    const checked = await execa('node', [tsc, '-p', '.'], { cwd: project, reject: false });
+    expect(checked.exitCode, checked.stdout).toBe(0);
+
+    // The check has teeth: the internal spelling of a field is a type error in a user's project.
+    await writeFile(
+      join(project, 'wrong.ts'),
+      "import { defineMission } from 'flotilla';\n" +
+        "defineMission({ goal: 'g', tasks: [{ id: 'a', title: 'A', exitCriteria: ['true'] }] });\n",
+    );
+    await writeFile(
+      join(project, 'tsconfig.wrong.json'),
+      JSON.stringify({ compilerOptions: { ...compilerOptions, noEmit: true }, files: ['wrong.ts'] }),
+    );
+    const wrong = await execa('node', [tsc, '-p', 'tsconfig.wrong.json'], { cwd: project, reject: false });
+    expect(wrong.exitCode).not.toBe(0);
+    expect(wrong.stdout).toMatch(/wrong\.ts\(2,\d+\): error TS\d+: .*'exitCriteria'/);
+
+    const result = await execa('node', ['out/follow-mission.js', './ws-ts'], {
+      cwd: project,
+      env,
+      reject: false,
+    });
+    expect(expectGreeted(result).at(-1)).toBe('attempts: hello 1, goodbye 1');
   });
 });
