@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { parseByteSize } from './byte-size.js';
 import { DEFAULT_PREFIX } from './contracts.js';
 import { FlotillaError } from './errors.js';
 
@@ -77,6 +78,19 @@ const envSchema = z.object({
   FLOTILLA_LOCK_RENEW_MS: z.coerce.number().int().positive().optional(),
   /** How often the cluster checks for jobs whose lock expired; default a quarter of the lock. */
   FLOTILLA_STALLED_INTERVAL_MS: z.coerce.number().int().positive().optional(),
+  /**
+   * A cap on what one agent CLI run may print, stdout and stderr together (`500MB`, `2GB`, or
+   * bytes; binary units). Past it flotilla kills the CLI's process group and the attempt fails
+   * with "printed more than 500 MB; stopped by flotilla". Unset: no cap, as output is streamed
+   * and only its tail kept.
+   */
+  FLOTILLA_MAX_OUTPUT: z
+    .string()
+    .optional()
+    .refine((value) => value === undefined || parseByteSize(value) !== undefined, {
+      message: 'expected a size such as 500MB, 2GB or a number of bytes',
+    })
+    .transform((value) => (value === undefined ? undefined : parseByteSize(value))),
   /** OpenTelemetry traces through bullmq-otel: `1`/`true` turns them on. */
   FLOTILLA_OTEL: z
     .string()
@@ -101,6 +115,8 @@ export interface Config {
   readonly lockRenewMs: number;
   readonly stalledIntervalMs: number;
   readonly otel: boolean;
+  /** FLOTILLA_MAX_OUTPUT in bytes; undefined when unset (no cap). */
+  readonly maxOutputBytes?: number;
   readonly logLevel: z.output<typeof envSchema>['LOG_LEVEL'];
 }
 
@@ -134,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lockRenewMs,
     stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? Math.round(e.FLOTILLA_LOCK_MS / LOCK_FRACTION),
     otel: e.FLOTILLA_OTEL,
+    ...(e.FLOTILLA_MAX_OUTPUT !== undefined ? { maxOutputBytes: e.FLOTILLA_MAX_OUTPUT } : {}),
     logLevel: e.LOG_LEVEL,
   });
 }

@@ -53,3 +53,30 @@ describe('FLOTILLA_MONITOR', () => {
     expect(String((caught as Error).message)).toMatch(/FLOTILLA_MONITOR/);
   });
 });
+
+describe('FLOTILLA_MAX_OUTPUT', () => {
+  it.each([
+    ['unset: no cap', undefined, undefined],
+    ['500MB', '500MB', 500 * 1024 ** 2],
+    ['2GB', '2GB', 2 * 1024 ** 3],
+    ['a number of bytes', '1048576', 1024 ** 2],
+    ['1.5 GiB, spaced', '1.5 GiB', 1.5 * 1024 ** 3],
+    ['lower case, no B', '64m', 64 * 1024 ** 2],
+  ])('%s', (_name, value, bytes) => {
+    const config = loadConfig(value === undefined ? {} : { FLOTILLA_MAX_OUTPUT: value });
+    expect(config.maxOutputBytes).toBe(bytes);
+  });
+
+  it.each(['lots', '0', '-5MB', '5 PB', ''])('refuses %j, naming the variable and the form', (value) => {
+    let caught: unknown;
+    try {
+      loadConfig({ FLOTILLA_MAX_OUTPUT: value });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isFlotillaError(caught) && caught.code).toBe('usage');
+    expect(String((caught as Error).message)).toMatch(
+      /FLOTILLA_MAX_OUTPUT: expected a size such as 500MB, 2GB or a number of bytes/,
+    );
+  });
+});

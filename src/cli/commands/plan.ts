@@ -14,6 +14,7 @@ import type { MissionSpec } from '../../shared/mission.js';
 import { matchCli } from '../../shared/queue/match.js';
 import { detectClis } from '../../workers/agent/adapters/detect.js';
 import { loadAdapters } from '../../workers/agent/adapters/load-adapters.js';
+import { printedTooMuch } from '../../workers/agent/collect-result.js';
 import { resolveModel } from '../../workers/agent/invocation.js';
 import { dispatchPaths, invokeAgent } from '../../workers/agent/invoke.js';
 import { tail } from '../../workers/agent/spawn.js';
@@ -87,6 +88,7 @@ export async function plan(
       draft,
       io,
       signal: controller.signal,
+      ...(config.maxOutputBytes !== undefined ? { maxOutputBytes: config.maxOutputBytes } : {}),
     });
   } finally {
     process.off('SIGINT', onSignal);
@@ -132,6 +134,8 @@ interface RoundsInput {
   readonly draft: string;
   readonly io: Io;
   readonly signal: AbortSignal;
+  /** FLOTILLA_MAX_OUTPUT: the planner is stopped past it. */
+  readonly maxOutputBytes?: number;
 }
 
 type RoundsOutcome = { mission: MissionSpec; rounds: number } | { exitCode: number };
@@ -179,6 +183,7 @@ async function askPlanner(
     ...(input.model ? { model: input.model } : {}),
     timeoutMs: adapter.config.timeout_ms,
     signal: input.signal,
+    ...(input.maxOutputBytes !== undefined ? { maxOutputBytes: input.maxOutputBytes } : {}),
   });
   const { outcome } = run;
   const io = input.io;
@@ -191,6 +196,10 @@ async function askPlanner(
     io.err(
       `flotilla plan: ${name} did not finish within ${Math.round(adapter.config.timeout_ms / 1000)}s (the adapter's timeout_ms) and was stopped`,
     );
+    return { exitCode: 1 };
+  }
+  if (outcome.outputCapped !== undefined) {
+    io.err(`flotilla plan: ${printedTooMuch(outcome.outputCapped, name)} (FLOTILLA_MAX_OUTPUT)`);
     return { exitCode: 1 };
   }
   if (outcome.exitCode !== 0 && run.resultFileText === null) {

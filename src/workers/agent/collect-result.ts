@@ -1,3 +1,4 @@
+import { formatByteSize } from '../../shared/byte-size.js';
 import type { ResultStatus } from '../../shared/contracts.js';
 import { clip } from '../../shared/markdown.js';
 import { type AgentStatus, parseResultFile, RESULT_SECTIONS, splitOutputs } from './result-file.js';
@@ -11,6 +12,8 @@ export interface CollectInput {
   /** null when the process ended by a signal. */
   readonly exitCode: number | null;
   readonly timedOut: boolean;
+  /** Flotilla stopped the CLI for printing more than this many bytes (FLOTILLA_MAX_OUTPUT). */
+  readonly outputCapped?: number;
   readonly stdout: string;
   readonly stderr: string;
   /** null when no file exists at the resolved result_path. */
@@ -45,14 +48,19 @@ const STDERR_LINES = 40;
  * marks any result it left as partial; a timeout keeps a partial result file as Complete with
  * Warnings and otherwise fails. Every path that is not a clean Complete carries a warning.
  */
-export function collectResult(input: CollectInput): CollectedResult {
+export function collectResult(given: CollectInput): CollectedResult {
+  // Stopped for its output, a CLI is treated as one stopped for its time: killed by flotilla.
+  const input = given.outputCapped !== undefined ? { ...given, timedOut: true } : given;
   const warnings: string[] = [];
   const exitFailed = !input.timedOut && input.exitCode !== 0;
-  const exitNote = input.timedOut
-    ? 'the CLI timed out and was killed'
-    : input.exitCode === null
-      ? 'the CLI was killed by a signal'
-      : `the CLI exited with code ${input.exitCode}`;
+  const exitNote =
+    given.outputCapped !== undefined
+      ? printedTooMuch(given.outputCapped)
+      : input.timedOut
+        ? 'the CLI timed out and was killed'
+        : input.exitCode === null
+          ? 'the CLI was killed by a signal'
+          : `the CLI exited with code ${input.exitCode}`;
   if (input.timedOut || exitFailed) warnings.push(exitNote);
   const stderr = input.timedOut || exitFailed ? stderrTail(input.stderr) : '';
   const withStderr = (text: string): string =>
@@ -78,7 +86,13 @@ export function collectResult(input: CollectInput): CollectedResult {
   }
 
   warnings.push('no result file was written');
-  if (input.timedOut) return failed('none', input.stdout, 'The CLI timed out before writing a result file.');
+  if (input.timedOut) {
+    const why =
+      given.outputCapped !== undefined
+        ? `${capitalize(printedTooMuch(given.outputCapped))}.`
+        : 'The CLI timed out before writing a result file.';
+    return failed('none', input.stdout, why);
+  }
   if (input.stdout.trim()) return fromStructured(input, input.stdout, 'stdout', warnings, withStderr, failed);
   if (exitFailed) return failed('none', '', `${capitalize(exitNote)} without writing a result.`);
   if (input.changedFiles.length > 0) {
@@ -244,6 +258,11 @@ function firstLine(text: string | undefined): string | undefined {
 
 function lastLine(text: string): string {
   return clip(text.split('\n').at(-1)?.trim() ?? '', 200);
+}
+
+/** What a run stopped by FLOTILLA_MAX_OUTPUT is told, in the task's error and its warnings. */
+export function printedTooMuch(capBytes: number, who = 'the CLI'): string {
+  return `${who} printed more than ${formatByteSize(capBytes)}; stopped by flotilla`;
 }
 
 function capitalize(text: string): string {

@@ -3,11 +3,12 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Adapter } from '../../shared/adapter.js';
 import { buildInvocation, type Invocation } from './invocation.js';
+import { LineScanner } from './line-scanner.js';
 import { ownOriginChanges } from './origin-verdict.js';
-import { classifyReply, type ReplyClass } from './reply-class.js';
+import { classifyWatched, type ReplyClass, ReplyWatch } from './reply-class.js';
 import { existing, type Sandbox, writablePaths } from './sandbox.js';
-import { type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
-import { parseUsage, type Usage } from './usage.js';
+import { type OutputStream, type SpawnInput, type SpawnOutcome, spawnProcess } from './spawn.js';
+import { type Usage, usageReader } from './usage.js';
 
 /**
  * One run of an agent CLI, the sequence the run stage, the critic and `flotilla plan` share: write
@@ -50,7 +51,17 @@ export interface InvokeInput {
   readonly flotillaDirs?: readonly string[];
   /** `flotilla worker --sandbox`: the CLI runs under bwrap. */
   readonly sandbox?: Sandbox;
+  /** FLOTILLA_MAX_OUTPUT: the CLI is stopped once it printed more than this (stdout and stderr). */
+  readonly maxOutputBytes?: number;
+  /** Each chunk of the CLI's output as it comes (a live view of the run). */
+  readonly onChunk?: SpawnInput['onChunk'];
 }
+
+/**
+ * A JSON line longer than this is not read for usage or reply patterns (it is skipped, not held):
+ * far above any answer a model writes in one reply, far below what would weigh on the host.
+ */
+export const MAX_SCANNED_LINE_BYTES = 4 * 1024 * 1024;
 
 export interface AgentRun {
   readonly invocation: Invocation;
@@ -95,7 +106,13 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     promptText: input.prompt,
     model: input.model,
   });
+  const reading = readOutput(adapter);
   const outcome = await spawnProcess({
+    onChunk: (stream, chunk) => {
+      reading.push(stream, chunk);
+      input.onChunk?.(stream, chunk);
+    },
+    ...(input.maxOutputBytes !== undefined ? { maxOutputBytes: input.maxOutputBytes } : {}),
     command: invocation.command,
     args: invocation.args,
     stdin: invocation.stdin,
@@ -107,14 +124,8 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
     guardOrigin: { exclude: input.flotillaDirs ?? [], own: [paths.promptPath, paths.resultPath] },
     ...(input.sandbox ? { sandbox: await sandboxFor(input.sandbox, adapter) } : {}),
   });
-  const usage = adapter.config.usage_format ? parseUsage(adapter.config.usage_format, outcome.stdout) : null;
+  const { usage, replyClass } = reading.finish(outcome);
   const answer = usage?.resultText ?? outcome.stdout;
-  // A CLI that wraps its answer in JSON says what went wrong in that answer; matching the
-  // unwrapped text keeps the CLI's own words (`Not logged in · Please run /login`) as the error.
-  const replyClass =
-    outcome.exitCode === 0
-      ? null
-      : classifyReply(adapter, `${answer}\n${outcome.stderr}`, outcome.spawnError);
   const resultFileText = readTextOrNull(resultFile);
   const origin =
     outcome.originRoot && outcome.originChanges?.length
@@ -125,6 +136,46 @@ export async function invokeAgent(input: InvokeInput): Promise<AgentRun> {
         }
       : null;
   return { invocation, outcome, usage, answer, resultFileText, replyClass, origin };
+}
+
+/**
+ * What flotilla reads from a CLI's output as it comes, line by line: the usage (and the answer
+ * inside the JSON) and the first login and rate-limit lines of each stream, so none of it needs
+ * the output kept whole.
+ */
+function readOutput(adapter: Adapter) {
+  const format = adapter.config.usage_format;
+  const usage = format ? usageReader(format) : null;
+  const watches = { stdout: new ReplyWatch(adapter), stderr: new ReplyWatch(adapter) };
+  const scanners = {
+    stdout: new LineScanner((line) => {
+      usage?.line(line);
+      watches.stdout.line(line);
+    }, MAX_SCANNED_LINE_BYTES),
+    stderr: new LineScanner((line) => watches.stderr.line(line), MAX_SCANNED_LINE_BYTES),
+  };
+  return {
+    push: (stream: OutputStream, chunk: Uint8Array) => scanners[stream].push(chunk),
+    finish(outcome: SpawnOutcome): { usage: Usage | null; replyClass: ReplyClass } {
+      scanners.stdout.end();
+      scanners.stderr.end();
+      const read = usage?.finish(outcome.stdout) ?? null;
+      // Stopped by flotilla for its output, the CLI said nothing about its login or its quota.
+      if (outcome.exitCode === 0 || outcome.outputCapped !== undefined)
+        return { usage: read, replyClass: null };
+      // A CLI that wraps its answer in JSON says what went wrong in that answer; matching the
+      // unwrapped text keeps the CLI's own words (`Not logged in · Please run /login`) as the error.
+      let answer = watches.stdout;
+      if (read?.resultText !== undefined) {
+        answer = new ReplyWatch(adapter);
+        for (const line of read.resultText.split('\n')) answer.line(line);
+      }
+      return {
+        usage: read,
+        replyClass: classifyWatched(adapter, [answer, watches.stderr], outcome.spawnError),
+      };
+    },
+  };
 }
 
 /**

@@ -1,9 +1,11 @@
 import { delimiter, sep } from 'node:path';
 import { execa } from 'execa';
+import { formatByteSize } from '../../shared/byte-size.js';
 import type { CliGroups } from './cli-groups.js';
 import { originReads, watchOrigin } from './origin-guard.js';
 import { publicEnv } from './private-env.js';
 import { sandboxedCommand } from './sandbox.js';
+import { TailBuffer } from './tail-buffer.js';
 
 export interface SpawnInput {
   readonly command: string;
@@ -15,7 +17,13 @@ export interface SpawnInput {
   readonly signal?: AbortSignal;
   /** Grace between SIGTERM and SIGKILL of the process group. */
   readonly killGraceMs?: number;
+  /**
+   * The operator's cap on what the process may print, stdout and stderr together
+   * (FLOTILLA_MAX_OUTPUT): past it the process group is killed, as on a timeout. Default none.
+   */
   readonly maxOutputBytes?: number;
+  /** Each chunk of output as it comes, before anything else reads it (usage, reply patterns). */
+  readonly onChunk?: (stream: OutputStream, chunk: Uint8Array) => void;
   /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
   readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
   /**
@@ -33,11 +41,28 @@ export interface SpawnInput {
   readonly sandbox?: { readonly bwrap: string; readonly writable: readonly string[] };
 }
 
+export type OutputStream = 'stdout' | 'stderr';
+
+/**
+ * What is kept of each stream: all of it up to this many bytes, else its last this many from a
+ * line start. stdout's is what a result printed on stdout, or one JSON document (Gemini's), may
+ * take; stderr is read for its last lines (the error, the audit's tail).
+ */
+export const KEPT_OUTPUT_BYTES: Readonly<Record<OutputStream, number>> = {
+  stdout: 4 * 1024 * 1024,
+  stderr: 1024 * 1024,
+};
+
 export interface SpawnOutcome {
   readonly exitCode: number | null;
+  /** What is kept of stdout (KEPT_OUTPUT_BYTES): all of it when short, else its end. */
   readonly stdout: string;
   readonly stderr: string;
+  /** Bytes the process printed on each stream in all. */
+  readonly printed: Readonly<Record<OutputStream, number>>;
   readonly timedOut: boolean;
+  /** The process printed more than `maxOutputBytes` and was stopped: that cap. */
+  readonly outputCapped?: number;
   readonly cancelled: boolean;
   /** The program was not found (ENOENT) or could not start. */
   readonly spawnError?: string;
@@ -51,7 +76,8 @@ export interface SpawnOutcome {
 /**
  * The only place flotilla starts an agent CLI or an exit criterion: an argument array (never a
  * shell of flotilla's making; a criterion is `bash -c` by contract), its own process group so a
- * timeout or a cancel kills the whole tree it started, output capped in memory.
+ * timeout, a cancel or the output cap kills the whole tree it started. Output is read as it comes
+ * and never held whole: `onChunk` sees every chunk, and a bounded tail of each stream is kept.
  */
 export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   const guard = input.guardOrigin;
@@ -83,9 +109,25 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
     reject: false,
     detached: true,
     cleanup: true,
-    maxBuffer: input.maxOutputBytes ?? 16 * 1024 * 1024,
-    stripFinalNewline: false,
+    // Read below as it comes: execa keeps nothing, so no output is too long for the host.
+    buffer: false,
   });
+  const kept = {
+    stdout: new TailBuffer(KEPT_OUTPUT_BYTES.stdout),
+    stderr: new TailBuffer(KEPT_OUTPUT_BYTES.stderr),
+  };
+  let outputCapped: number | undefined;
+  const read = (stream: OutputStream) => (chunk: Uint8Array) => {
+    kept[stream].push(chunk);
+    input.onChunk?.(stream, chunk);
+    const cap = input.maxOutputBytes;
+    if (cap !== undefined && outputCapped === undefined && kept.stdout.bytes + kept.stderr.bytes > cap) {
+      outputCapped = cap;
+      killTree();
+    }
+  };
+  child.stdout?.on('data', read('stdout'));
+  child.stderr?.on('data', read('stderr'));
   // Seen as early as node knows: an `after` status started from here on may serve this run.
   let exitedAt: number | undefined;
   child.once('exit', () => {
@@ -124,16 +166,18 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
   try {
     const result = await child;
     const spawnError =
-      result.failed && result.exitCode === undefined && !timedOut && !cancelled
+      result.failed && result.exitCode === undefined && !timedOut && !cancelled && !outputCapped
         ? ((result as { code?: string }).code ?? result.shortMessage)
         : undefined;
     const originChanges = watch ? await watch.changes(exitedAt ?? originReads.mark()) : [];
     return {
       ...(watch ? { originChanges, originRoot: watch.root } : {}),
       exitCode: result.exitCode ?? null,
-      stdout: String(result.stdout ?? ''),
-      stderr: String(result.stderr ?? ''),
+      stdout: kept.stdout.text(),
+      stderr: kept.stderr.text(),
+      printed: { stdout: kept.stdout.bytes, stderr: kept.stderr.bytes },
       timedOut,
+      ...(outputCapped !== undefined ? { outputCapped } : {}),
       cancelled,
       ...(spawnError ? { spawnError } : {}),
       durationMs: Date.now() - started,
@@ -184,4 +228,14 @@ export function tail(text: string, maxChars = 4_000): string {
   const cut = text.slice(-maxChars);
   const newline = cut.indexOf('\n');
   return `…${newline >= 0 ? cut.slice(newline + 1) : cut}`;
+}
+
+/**
+ * The end of a stream for the audit trail (`tail`), led by a line saying how much the process
+ * printed in all when that was more than flotilla kept.
+ */
+export function outputTail(text: string, printedBytes: number, maxChars: number): string {
+  const shown = tail(text, maxChars);
+  if (printedBytes <= Buffer.byteLength(text)) return shown;
+  return `[${formatByteSize(printedBytes)} printed in all; only the end is kept]\n${shown}`;
 }

@@ -18,17 +18,35 @@ export interface Usage {
 
 type Json = Record<string, unknown>;
 
-export function parseUsage(format: UsageFormat, stdout: string): Usage | null {
+/**
+ * Usage read as stdout comes: `line` takes each line (JSON lines are read then and forgotten),
+ * `finish` gives the usage of the whole output. `kept` is what the caller kept of stdout (all of
+ * it when it was short, else its end): the formats that print one JSON document, which may span
+ * lines, are read from it.
+ */
+export interface UsageReader {
+  line(text: string): void;
+  finish(kept: string): Usage | null;
+}
+
+export function usageReader(format: UsageFormat): UsageReader {
   switch (format) {
     case 'claude-json':
-      return claudeUsage(stdout);
+      return claudeReader();
     case 'codex-jsonl':
-      return codexUsage(stdout);
+      return codexReader();
     case 'gemini-json':
-      return geminiUsage(stdout);
+      return geminiReader();
     case 'opencode-jsonl':
-      return opencodeUsage(stdout);
+      return opencodeReader();
   }
+}
+
+/** The usage in a whole stdout at once. */
+export function parseUsage(format: UsageFormat, stdout: string): Usage | null {
+  const reader = usageReader(format);
+  for (const line of stdout.split('\n')) reader.line(line);
+  return reader.finish(stdout);
 }
 
 /**
@@ -36,22 +54,26 @@ export function parseUsage(format: UsageFormat, stdout: string): Usage | null {
  * array of messages ending with it, and `stream-json` prints one per line. The result message is
  * the one with `type: "result"`.
  */
-function claudeUsage(stdout: string): Usage | null {
-  const candidates = [...documents(stdout)]
-    .flatMap((value) => (Array.isArray(value) ? value : [value]))
-    .filter(isObject);
-  const result =
-    candidates.findLast((value) => value.type === 'result') ??
-    candidates.findLast((value) => 'total_cost_usd' in value || 'result' in value);
-  if (!result) return null;
-  const usage = isObject(result.usage) ? result.usage : {};
-  return compact({
-    costUsd: count(result.total_cost_usd) ?? count(result.cost_usd),
-    inputTokens: count(usage.input_tokens),
-    outputTokens: count(usage.output_tokens),
-    resultText: typeof result.result === 'string' ? result.result : undefined,
-    isError: typeof result.is_error === 'boolean' ? result.is_error : undefined,
-  });
+function claudeReader(): UsageReader {
+  const document = documentReader(
+    [(value) => value.type === 'result', (value) => 'total_cost_usd' in value || 'result' in value],
+    { flattenArrays: true },
+  );
+  return {
+    line: document.line,
+    finish(kept) {
+      const result = document.finish(kept);
+      if (!result) return null;
+      const usage = isObject(result.usage) ? result.usage : {};
+      return compact({
+        costUsd: count(result.total_cost_usd) ?? count(result.cost_usd),
+        inputTokens: count(usage.input_tokens),
+        outputTokens: count(usage.output_tokens),
+        resultText: typeof result.result === 'string' ? result.result : undefined,
+        isError: typeof result.is_error === 'boolean' ? result.is_error : undefined,
+      });
+    },
+  };
 }
 
 /**
@@ -59,7 +81,7 @@ function claudeUsage(stdout: string): Usage | null {
  * with an `agent_message` item carries the answer. Older versions wrapped events in `msg`
  * (`token_count`, `agent_message`); both are read.
  */
-function codexUsage(stdout: string): Usage | null {
+function codexReader(): UsageReader {
   let inputTokens: number | undefined;
   let outputTokens: number | undefined;
   let resultText: string | undefined;
@@ -68,27 +90,31 @@ function codexUsage(stdout: string): Usage | null {
     const n = count(value);
     return n === undefined ? total : (total ?? 0) + n;
   };
-  for (const event of jsonLines(stdout)) {
-    const msg = isObject(event.msg) ? event.msg : undefined;
-    const item = isObject(event.item) ? event.item : undefined;
-    if (event.type === 'turn.completed' && isObject(event.usage)) {
-      inputTokens = add(inputTokens, event.usage.input_tokens);
-      outputTokens = add(outputTokens, event.usage.output_tokens);
-    } else if (event.type === 'item.completed' && item && isAgentMessage(item.type ?? item.item_type)) {
-      if (typeof item.text === 'string') resultText = item.text;
-    } else if (event.type === 'turn.failed' || event.type === 'error') {
-      isError = true;
-    } else if (msg?.type === 'token_count') {
-      // Old events report the running total, so the last one counts.
-      const info =
-        isObject(msg.info) && isObject(msg.info.total_token_usage) ? msg.info.total_token_usage : msg;
-      inputTokens = count(info.input_tokens) ?? inputTokens;
-      outputTokens = count(info.output_tokens) ?? outputTokens;
-    } else if (msg?.type === 'agent_message' && typeof msg.message === 'string') {
-      resultText = msg.message;
-    }
-  }
-  return compact({ inputTokens, outputTokens, resultText, isError });
+  return {
+    line(text) {
+      const event = jsonLine(text);
+      if (!event) return;
+      const msg = isObject(event.msg) ? event.msg : undefined;
+      const item = isObject(event.item) ? event.item : undefined;
+      if (event.type === 'turn.completed' && isObject(event.usage)) {
+        inputTokens = add(inputTokens, event.usage.input_tokens);
+        outputTokens = add(outputTokens, event.usage.output_tokens);
+      } else if (event.type === 'item.completed' && item && isAgentMessage(item.type ?? item.item_type)) {
+        if (typeof item.text === 'string') resultText = item.text;
+      } else if (event.type === 'turn.failed' || event.type === 'error') {
+        isError = true;
+      } else if (msg?.type === 'token_count') {
+        // Old events report the running total, so the last one counts.
+        const info =
+          isObject(msg.info) && isObject(msg.info.total_token_usage) ? msg.info.total_token_usage : msg;
+        inputTokens = count(info.input_tokens) ?? inputTokens;
+        outputTokens = count(info.output_tokens) ?? outputTokens;
+      } else if (msg?.type === 'agent_message' && typeof msg.message === 'string') {
+        resultText = msg.message;
+      }
+    },
+    finish: () => compact({ inputTokens, outputTokens, resultText, isError }),
+  };
 }
 
 /**
@@ -96,10 +122,14 @@ function codexUsage(stdout: string): Usage | null {
  * `stats.models.<name>.tokens` (`prompt`, `candidates`); some versions print flat
  * `stats.inputTokens/outputTokens`. A line such as "Loaded cached credentials." may come first.
  */
-function geminiUsage(stdout: string): Usage | null {
-  const doc = [...documents(stdout)]
-    .filter(isObject)
-    .findLast((value) => 'response' in value || 'stats' in value);
+function geminiReader(): UsageReader {
+  const document = documentReader([(value) => 'response' in value || 'stats' in value], {
+    flattenArrays: false,
+  });
+  return { line: document.line, finish: (kept) => geminiUsage(document.finish(kept)) };
+}
+
+function geminiUsage(doc: Json | undefined): Usage | null {
   if (!doc) return null;
   const stats = isObject(doc.stats) ? doc.stats : {};
   let inputTokens = count(stats.inputTokens);
@@ -127,7 +157,7 @@ function geminiUsage(stdout: string): Usage | null {
  * step's `tokens` (`input`, `output`) and `cost`; `text` parts are the answer, the last one being
  * the final message; an `error` event carries the provider's message.
  */
-function opencodeUsage(stdout: string): Usage | null {
+function opencodeReader(): UsageReader {
   let inputTokens: number | undefined;
   let outputTokens: number | undefined;
   let costUsd: number | undefined;
@@ -137,26 +167,31 @@ function opencodeUsage(stdout: string): Usage | null {
     const n = count(value);
     return n === undefined ? total : (total ?? 0) + n;
   };
-  for (const event of jsonLines(stdout)) {
-    const part = isObject(event.part) ? event.part : {};
-    if (event.type === 'step_finish') {
-      const tokens = isObject(part.tokens) ? part.tokens : {};
-      inputTokens = add(inputTokens, tokens.input);
-      outputTokens = add(outputTokens, tokens.output);
-      costUsd = add(costUsd, part.cost);
-    } else if (event.type === 'text' && typeof part.text === 'string') {
-      resultText = part.text;
-    } else if (event.type === 'error') {
-      errorText = errorMessage(event.error) ?? JSON.stringify(event.error ?? event);
-    }
-  }
-  return compact({
-    costUsd,
-    inputTokens,
-    outputTokens,
-    resultText: resultText ?? errorText,
-    isError: errorText === undefined ? undefined : true,
-  });
+  return {
+    line(text) {
+      const event = jsonLine(text);
+      if (!event) return;
+      const part = isObject(event.part) ? event.part : {};
+      if (event.type === 'step_finish') {
+        const tokens = isObject(part.tokens) ? part.tokens : {};
+        inputTokens = add(inputTokens, tokens.input);
+        outputTokens = add(outputTokens, tokens.output);
+        costUsd = add(costUsd, part.cost);
+      } else if (event.type === 'text' && typeof part.text === 'string') {
+        resultText = part.text;
+      } else if (event.type === 'error') {
+        errorText = errorMessage(event.error) ?? JSON.stringify(event.error ?? event);
+      }
+    },
+    finish: () =>
+      compact({
+        costUsd,
+        inputTokens,
+        outputTokens,
+        resultText: resultText ?? errorText,
+        isError: errorText === undefined ? undefined : true,
+      }),
+  };
 }
 
 /** `{ name, data: { message } }` (OpenCode's errors) or `{ message }`. */
@@ -166,32 +201,54 @@ function errorMessage(error: unknown): string | undefined {
   return typeof error.message === 'string' ? error.message : undefined;
 }
 
-/** The whole of stdout as one JSON value, else each line that is one, else the text from the first `{`. */
-function* documents(stdout: string): Generator<unknown> {
-  const whole = tryParse(stdout.trim());
-  if (whole !== undefined) {
-    yield whole;
-    return;
-  }
-  const lines = jsonLines(stdout);
-  if (lines.length > 0) {
-    yield* lines;
-    return;
-  }
-  const start = stdout.search(/^[ \t]*[{[]/m);
-  if (start >= 0) {
-    const rest = tryParse(stdout.slice(start).trim());
-    if (rest !== undefined) yield rest;
-  }
+/**
+ * The formats that print one JSON document: the last object that a pick matches (the first pick
+ * that matches any wins) among, in this order, the whole kept stdout as one JSON value; else every
+ * line of the stream that is a JSON object, read as it came; else the kept text from its first
+ * line that opens a `{` or `[` to its end (a warning line before a pretty-printed document).
+ * `flattenArrays` reads a top-level array's objects (Claude Code's `--verbose` messages).
+ */
+function documentReader(
+  picks: readonly ((value: Json) => boolean)[],
+  options: { readonly flattenArrays: boolean },
+): { line(text: string): void; finish(kept: string): Json | undefined } {
+  const lastOf: (Json | undefined)[] = picks.map(() => undefined);
+  let sawLine = false;
+  const objects = (value: unknown): Json[] =>
+    options.flattenArrays && Array.isArray(value) ? value.filter(isObject) : isObject(value) ? [value] : [];
+  const pick = (values: readonly Json[]): Json | undefined => {
+    for (const matches of picks) {
+      const found = values.findLast(matches);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return {
+    line(text) {
+      const value = jsonLine(text);
+      if (!value) return;
+      sawLine = true;
+      picks.forEach((matches, i) => {
+        if (matches(value)) lastOf[i] = value;
+      });
+    },
+    finish(kept) {
+      const whole = tryParse(kept.trim());
+      if (whole !== undefined) return pick(objects(whole));
+      if (sawLine) return lastOf.find((value) => value !== undefined);
+      const start = kept.search(/^[ \t]*[{[]/m);
+      const rest = start >= 0 ? tryParse(kept.slice(start).trim()) : undefined;
+      return rest === undefined ? undefined : pick(objects(rest));
+    },
+  };
 }
 
-function jsonLines(stdout: string): Json[] {
-  return stdout
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line.startsWith('{'))
-    .map(tryParse)
-    .filter(isObject);
+/** A line that is one JSON object, else undefined. */
+function jsonLine(text: string): Json | undefined {
+  const trimmed = text.trim();
+  if (trimmed.charCodeAt(0) !== 0x7b) return undefined;
+  const value = tryParse(trimmed);
+  return isObject(value) ? value : undefined;
 }
 
 function tryParse(text: string): unknown {

@@ -6,14 +6,16 @@ import { recordStage } from './record.js';
 
 /**
  * An agent run as a stage on this host starts it: the host records the CLI's process group,
- * guards flotilla's own directories, and applies `--sandbox`. Run and critic both use this.
+ * guards flotilla's own directories, applies `--sandbox` and the operator's output cap
+ * (FLOTILLA_MAX_OUTPUT). Run and critic both use this.
  */
 export function invokeOnHost(
   ctx: HostContext,
-  input: Omit<InvokeInput, 'groups' | 'flotillaDirs' | 'sandbox'>,
+  input: Omit<InvokeInput, 'groups' | 'flotillaDirs' | 'sandbox' | 'maxOutputBytes'>,
 ): Promise<AgentRun> {
   return invokeAgent({
     ...input,
+    ...(ctx.config.maxOutputBytes !== undefined ? { maxOutputBytes: ctx.config.maxOutputBytes } : {}),
     groups: ctx.cliGroups,
     flotillaDirs: [ctx.config.home],
     ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),

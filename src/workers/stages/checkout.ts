@@ -48,7 +48,6 @@ export function runSetup(
         cwd,
         timeoutMs: Math.min(SETUP_TIMEOUT_MS, task.timeoutMs),
         signal,
-        maxOutputBytes: 4 * 1024 * 1024,
         groups: ctx.cliGroups,
       });
       const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');

@@ -374,6 +374,22 @@ describe('collectResult', () => {
       'none',
       /timed out/,
     ],
+    [
+      'stopped for its output without a file',
+      { outputCapped: 20 * 1024 * 1024, exitCode: null, stdout: 'log line', changedFiles: ['a.ts'] },
+      'failure',
+      'failed',
+      'none',
+      /printed more than 20 MB; stopped by flotilla/,
+    ],
+    [
+      'stopped for its output with a partial file',
+      { outputCapped: 1024 ** 3, exitCode: null, resultFileText: '**Status**: Complete\n**Summary**: half' },
+      'success_with_warnings',
+      'done',
+      'file',
+      /printed more than 1 GB; stopped by flotilla/,
+    ],
     ['stdout with the sections', { stdout: BOLD }, 'success', 'done', 'stdout', /no result file/],
     [
       'stdout prose only',
@@ -557,5 +573,20 @@ describe('collectResult', () => {
     }).summary;
     expect(summary.length).toBeLessThanOrEqual(400);
     expect(summary.endsWith('…')).toBe(true);
+  });
+});
+
+describe('collectResult of a CLI stopped for its output', () => {
+  it('fails with the plain reason as its error, never a broken pipe', () => {
+    const result = collectResult({
+      exitCode: null,
+      timedOut: false,
+      outputCapped: 500 * 1024 * 1024,
+      stdout: 'log',
+      stderr: 'still logging',
+      resultFileText: null,
+      changedFiles: [],
+    });
+    expect(result.error).toBe('The CLI printed more than 500 MB; stopped by flotilla. (still logging)');
   });
 });

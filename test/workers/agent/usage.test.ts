@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseUsage } from '../../../src/workers/agent/usage.js';
+import { LineScanner } from '../../../src/workers/agent/line-scanner.js';
+import { parseUsage, usageReader } from '../../../src/workers/agent/usage.js';
 
 const CLAUDE_RESULT = {
   type: 'result',
@@ -205,5 +206,77 @@ describe('parseUsage opencode-jsonl', () => {
       resultText: 'Incorrect API key provided: k',
       isError: true,
     });
+  });
+});
+
+/** A long stdout as flotilla reads it: every line as it comes, and only `kept` (its end) kept. */
+function readAsItComes(format: Parameters<typeof usageReader>[0], stdout: string, kept: string) {
+  const lines: string[] = [];
+  const scanner = new LineScanner((line) => lines.push(line), 1024 * 1024);
+  // Chunks cut anywhere, lines and characters across them, as a pipe gives them.
+  const bytes = Buffer.from(stdout);
+  for (let at = 0; at < bytes.length; at += 997) scanner.push(bytes.subarray(at, at + 997));
+  scanner.end();
+  const reader = usageReader(format);
+  for (const line of lines) reader.line(line);
+  return reader.finish(kept);
+}
+
+describe('usage read as stdout comes, with only its end kept', () => {
+  const noise = Array.from({ length: 2000 }, (_, i) => `building module ${i} … ok`).join('\n');
+
+  it('claude-json: the result line at the end of the noise, stream-json events before it', () => {
+    const stdout = `${JSON.stringify({ type: 'system' })}\n${noise}\n${JSON.stringify(CLAUDE_RESULT)}\n`;
+    expect(readAsItComes('claude-json', stdout, `${JSON.stringify(CLAUDE_RESULT)}\n`)).toMatchObject({
+      costUsd: 0.0421,
+      resultText: 'Wrote the result file.',
+    });
+  });
+
+  it('codex-jsonl: a turn long gone from the kept end still counts', () => {
+    const turn = (n: number) =>
+      JSON.stringify({ type: 'turn.completed', usage: { input_tokens: n, output_tokens: n } });
+    const stdout = `${turn(10)}\n${noise}\n${turn(5)}\n`;
+    expect(readAsItComes('codex-jsonl', stdout, `${turn(5)}\n`)).toEqual({
+      inputTokens: 15,
+      outputTokens: 15,
+    });
+  });
+
+  it('opencode-jsonl: every step costs, wherever it was printed', () => {
+    const step = JSON.stringify({
+      type: 'step_finish',
+      part: { tokens: { input: 3, output: 4 }, cost: 0.5 },
+    });
+    const stdout = `${step}\n${noise}\n${step}\n`;
+    expect(readAsItComes('opencode-jsonl', stdout, `${step}\n`)).toEqual({
+      costUsd: 1,
+      inputTokens: 6,
+      outputTokens: 8,
+    });
+  });
+
+  it('gemini-json: a pretty-printed document after the noise, read from the kept end', () => {
+    const doc = JSON.stringify(
+      { response: 'Fixed it.', stats: { inputTokens: 7, outputTokens: 2 } },
+      null,
+      2,
+    );
+    const stdout = `${noise}\n${doc}\n`;
+    const kept = `building module 1999 … ok\n${doc}\n`;
+    expect(readAsItComes('gemini-json', stdout, kept)).toEqual({
+      inputTokens: 7,
+      outputTokens: 2,
+      resultText: 'Fixed it.',
+    });
+  });
+
+  it.each([
+    ['claude one object', 'claude-json', JSON.stringify(CLAUDE_RESULT)],
+    ['claude verbose array', 'claude-json', JSON.stringify([{ type: 'system' }, CLAUDE_RESULT])],
+    ['claude warning first', 'claude-json', `Warning: x\n${JSON.stringify(CLAUDE_RESULT, null, 2)}`],
+    ['gemini pretty', 'gemini-json', JSON.stringify({ response: 'r', stats: { inputTokens: 1 } }, null, 2)],
+  ] as const)('a short stdout kept whole reads as parseUsage does: %s', (_name, format, stdout) => {
+    expect(readAsItComes(format, stdout, stdout)).toEqual(parseUsage(format, stdout));
   });
 });

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { CriticResult, StageJobData, VerifyResult } from '../../../shared/contracts.js';
 import { FlotillaError } from '../../../shared/errors.js';
 import { pickReviewer } from '../../../shared/queue/match.js';
+import { printedTooMuch } from '../../agent/collect-result.js';
 import { resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
@@ -179,6 +180,14 @@ export async function reviewAttempt(
       if (signal?.reason !== MISSION_CANCELLED)
         throw new Error(`review stopped: ${String(signal?.reason ?? 'aborted')}`);
       return { verify, ran: false, error: 'cancelled' };
+    }
+    if (!verdict && outcome.outputCapped !== undefined) {
+      return {
+        verify,
+        ran: true,
+        cli: adapter.cli,
+        error: printedTooMuch(outcome.outputCapped, `the reviewer ${adapter.displayName}`),
+      };
     }
     if (!verdict) {
       return {

@@ -5,7 +5,7 @@ import { attemptRef, type RunResult } from '../../../shared/contracts.js';
 import type { TaskSpec } from '../../../shared/mission.js';
 import { collectResult } from '../../agent/collect-result.js';
 import type { AgentRun, DispatchPaths } from '../../agent/invoke.js';
-import { tail } from '../../agent/spawn.js';
+import { outputTail, tail } from '../../agent/spawn.js';
 import { commitAttempt } from '../../workspace/commit.js';
 import { agentChanges, changedPaths } from '../../workspace/snapshot-changes.js';
 import { describeRefusal, type RefusedPath } from '../../workspace/verify-path.js';
@@ -56,6 +56,7 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
   const collected = collectResult({
     exitCode: run.outcome.exitCode,
     timedOut: run.outcome.timedOut,
+    ...(run.outcome.outputCapped !== undefined ? { outputCapped: run.outcome.outputCapped } : {}),
     stdout: run.answer,
     stderr: run.outcome.stderr,
     resultFileText: run.resultFileText,
@@ -127,8 +128,8 @@ export async function finishRun(ctx: HostContext, input: FinishInput): Promise<R
     files: {
       'prompt.md': input.prompt,
       'result.md': collected.text,
-      'stdout.txt': tail(run.outcome.stdout, AUDIT_OUTPUT_CHARS),
-      'stderr.txt': tail(run.outcome.stderr, AUDIT_OUTPUT_CHARS),
+      'stdout.txt': outputTail(run.outcome.stdout, run.outcome.printed.stdout, AUDIT_OUTPUT_CHARS),
+      'stderr.txt': outputTail(run.outcome.stderr, run.outcome.printed.stderr, AUDIT_OUTPUT_CHARS),
       ...(input.setupLog ? { 'setup.txt': input.setupLog } : {}),
     },
   });

@@ -142,7 +142,6 @@ async function runCriterion(
     cwd,
     timeoutMs: Math.min(CRITERION_TIMEOUT_MS, taskTimeoutMs),
     signal,
-    maxOutputBytes: 4 * 1024 * 1024,
     groups: ctx.cliGroups,
   });
   const output = [outcome.stdout, outcome.stderr].filter((s) => s.trim()).join('\n');
