@@ -5,8 +5,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // A private Watchman daemon for the suite (test/helpers/watchman-global.ts).
-    globalSetup: ['test/helpers/watchman-global.ts'],
+    // A private Watchman daemon for the suite (test/helpers/watchman-global.ts) and a FLOTILLA_HOME
+    // of its own, so no test touches the user's home or its Redis (test/helpers/home-global.ts).
+    globalSetup: ['test/helpers/watchman-global.ts', 'test/helpers/home-global.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     maxWorkers: 2,

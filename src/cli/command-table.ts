@@ -22,7 +22,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
     args: '<mission.yaml>',
     maxPositionals: 1,
     summary:
-      'One machine, one command: uses REDIS_URL or starts a private redis-server, starts local worker hosts, submits the mission, shows progress, prints the summary and exits (0 done, 1 partial/failed/cancelled). Ctrl-C cancels the mission; a second Ctrl-C exits at once.',
+      "One machine, one command: uses REDIS_URL or the machine's own redis-server under FLOTILLA_HOME (a unix socket only you can reach, its data kept for status, report and receipt, every job signed), starts local worker hosts, submits the mission, shows progress, prints the summary and exits (0 done, 1 partial/failed/cancelled). Ctrl-C cancels the mission; a second Ctrl-C exits at once.",
     options: {
       adapters,
       workers: { type: 'string', value: 'N', help: 'local worker hosts to start (default 1)' },
@@ -57,7 +57,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
     args: '<mission.yaml>',
     maxPositionals: 1,
     summary:
-      'Validates the mission and enqueues it on the Redis in REDIS_URL for the worker hosts there; prints the mission id as the last line of stdout.',
+      "Validates the mission and enqueues it on the Redis in REDIS_URL (unset, the machine's own) for the worker hosts there; prints the mission id as the last line of stdout.",
     options: {
       wait: { type: 'boolean', help: 'follow the mission until it ends; the exit code says how it ended' },
       json: { type: 'boolean', help: 'with --wait: the final status object as the last line of stdout' },
@@ -85,7 +85,7 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
     args: '',
     maxPositionals: 0,
     summary:
-      'A worker host until signalled: detects its agent CLIs, serves the capabilities they offer, advertises itself in Redis (REDIS_URL, default redis://127.0.0.1:6379). The first SIGTERM/SIGINT drains; a second stops running CLIs at once.',
+      "A worker host until signalled: detects its agent CLIs, serves the capabilities they offer, advertises itself in Redis (REDIS_URL; unset, the machine's own redis-server under FLOTILLA_HOME, shared with run, submit and the rest). The first SIGTERM/SIGINT drains; a second stops running CLIs at once.",
     options: {
       adapters,
       'host-id': {

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { type Config, loadConfig } from '../shared/config.js';
 import type { MissionEvent, MissionStatusJson } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
+import { chooseRedis, type HomeRedis } from '../shared/home-redis.js';
 import { type Logger, silentLogger } from '../shared/logger.js';
 import type { MissionInput, MissionSpec } from '../shared/mission.js';
 import type { PrepareWorkspace } from '../shared/prepare-workspace.js';
@@ -29,7 +30,10 @@ function timeoutMessage(status: MissionStatusJson, timeoutMs: number): string {
 }
 
 export interface ClientOptions {
-  /** Defaults to REDIS_URL, then redis://127.0.0.1:6379. */
+  /**
+   * Defaults to REDIS_URL, then the machine's own Redis under FLOTILLA_HOME (started when down,
+   * its jobs signed with the home's secret unless FLOTILLA_SECRET is set; shared/home-redis.ts).
+   */
   readonly redisUrl?: string;
   readonly prefix?: string;
   readonly secret?: string;
@@ -63,6 +67,9 @@ export class FlotillaClient {
   /** A subclass names the workspace preparation its clients use unless an option gives one. */
   protected static readonly prepareWorkspace: PrepareWorkspace | undefined = undefined;
 
+  /** The lease on the home's Redis this client took, given up by close(). */
+  private home: HomeRedis | undefined;
+
   protected constructor(
     readonly redis: RedisClient,
     readonly store: MissionStore,
@@ -74,15 +81,18 @@ export class FlotillaClient {
 
   static async connect(options: ClientOptions = {}): Promise<FlotillaClient> {
     const base = options.config ?? loadConfig();
-    const config: Config = {
+    const { config, home } = await chooseRedis({
       ...base,
       prefix: options.prefix ?? base.prefix,
       secret: options.secret ?? base.secret,
       redisUrl: options.redisUrl ?? base.redisUrl,
-    };
-    const redis = await connectOrFail(config.redisUrl ?? 'redis://127.0.0.1:6379');
+    });
+    const redis = await connectOrFail(config.redisUrl ?? '').catch(async (error: unknown) => {
+      await home?.release();
+      throw error;
+    });
     const store = new MissionStore(redis, config.prefix, config.secret);
-    return new FlotillaClient(
+    const client = new FlotillaClient(
       redis,
       store,
       new QueueSet(redis, config.prefix, createTelemetry(config.otel)),
@@ -91,6 +101,8 @@ export class FlotillaClient {
       // biome-ignore lint/complexity/noThisInStatic: the subclass's preparation (src/client.ts), not this class's
       options.prepareWorkspace ?? this.prepareWorkspace,
     );
+    client.home = home;
+    return client;
   }
 
   /**
@@ -268,6 +280,7 @@ export class FlotillaClient {
   async close(): Promise<void> {
     await this.queues.close();
     await this.redis.quit().catch(() => undefined);
+    await this.home?.release();
   }
 
   private context() {

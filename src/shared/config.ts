@@ -30,7 +30,8 @@ const CLUSTER_URL = /^redis\+cluster:\/\/[^,\s/]+(,[^,\s/]+)*\/?$/;
 
 const envSchema = z.object({
   /**
-   * Redis to use; `run` starts a private redis-server when this is unset. `redis+cluster://h1:p1,h2:p2`
+   * Redis to use; unset, every command uses the home's own redis-server (shared/home-redis.ts),
+   * started when down. `unix:///path` is a Redis on a unix socket. `redis+cluster://h1:p1,h2:p2`
    * names a Redis Cluster by its seed nodes, which the WHATWG URL parser rejects (a comma-separated
    * host list has no single port), so that form is checked by its own pattern.
    */
@@ -38,7 +39,7 @@ const envSchema = z.object({
     .string()
     .refine(
       (url) => CLUSTER_URL.test(url) || URL.canParse(url),
-      'expected redis://host:port or redis+cluster://host:port,host:port',
+      'expected redis://host:port, unix:///path/to/redis.sock or redis+cluster://host:port,host:port',
     )
     .optional(),
   /** Queue and key prefix; the braces make it a Redis Cluster hash tag so every key of flotilla shares a slot. */
@@ -51,7 +52,7 @@ const envSchema = z.object({
   FLOTILLA_SIGNING_KEY: z.string().min(1).optional(),
   FLOTILLA_BOARD_USER: z.string().optional(),
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
-  /** Host caches (repo clones, warm checkouts). */
+  /** Host caches (repo clones, warm checkouts) and, without REDIS_URL, the machine's Redis (`redis/`). */
   FLOTILLA_HOME: z.string().optional(),
   /**
    * Warm checkouts' file-system monitor (shared/file-monitor.ts): `auto` (the default on Linux:

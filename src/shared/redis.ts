@@ -5,7 +5,8 @@ import { redactUrlCredentials } from './url-credentials.js';
 export type RedisClient = Redis | Cluster;
 
 /**
- * `redis://host:port` is one Redis; `redis+cluster://h1:p1,h2:p2` is a Redis Cluster (the
+ * `redis://host:port` is one Redis; `unix:///path/to/redis.sock` one Redis on a unix socket (the
+ * home's own server, shared/home-redis.ts); `redis+cluster://h1:p1,h2:p2` is a Redis Cluster (the
  * hash-tagged prefix keeps every flotilla key of a deployment in one slot).
  */
 export interface ConnectionSpec {
@@ -29,7 +30,14 @@ export function createRedis({ url, role }: ConnectionSpec): RedisClient {
       });
     return new Cluster(nodes, { redisOptions: common, enableOfflineQueue: true });
   }
+  // ioredis reads a bare path as a socket but parses `unix://` as a host named "unix".
+  if (url.startsWith('unix://')) return new Redis({ ...common, path: socketPath(url) });
   return new Redis(url, common);
+}
+
+/** The socket of a `unix:///path` URL. */
+export function socketPath(url: string): string {
+  return decodeURIComponent(new URL(url).pathname);
 }
 
 /** Producers fail fast: one PING with a short deadline, and a one-line message when it fails. */

@@ -78,12 +78,12 @@ async function untilAsync(check: () => Promise<boolean>, what: string, ms = 60_0
   }
 }
 
-/** The private redis-server works in its temp folder under TMPDIR; /proc tells which process that is. */
-async function privateRedisPid(tmp: string): Promise<number | undefined> {
+/** The home's redis-server works in `<home>/redis` (its --dir); /proc tells which process that is. */
+async function privateRedisPid(home: string): Promise<number | undefined> {
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
-    if (cwd.startsWith(join(tmp, 'flotilla-redis-'))) return Number(entry);
+    if (cwd === join(home, 'redis')) return Number(entry);
   }
   return undefined;
 }
@@ -114,6 +114,7 @@ describe('flotilla run under a terminal and a shell', () => {
   let redis: RedisHandle;
   let missions = 0;
   const started: Running[] = [];
+  const homes: string[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'flotilla-signals-'));
@@ -123,6 +124,11 @@ describe('flotilla run under a terminal and a shell', () => {
     for (const run of started)
       if (run.child.exitCode === null && run.child.signalCode === null)
         process.kill(-(run.child.pid ?? 0), 'SIGKILL');
+    // A run that exits at once leaves its home's Redis up (no lease holds it); none outlives the tests.
+    for (const home of homes) {
+      const pid = await privateRedisPid(home);
+      if (pid) process.kill(pid, 'SIGKILL');
+    }
     await redis?.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -141,16 +147,17 @@ describe('flotilla run under a terminal and a shell', () => {
       LOG_LEVEL: 'warn',
     };
     delete env.REDIS_URL;
+    homes.push(join(folder, 'home'));
     return { folder, tmp, home: join(folder, 'home'), file: join(folder, 'mission.yaml'), env };
   }
 
-  it('Ctrl-C to the whole process group cancels, prints the summary, and stops its private Redis', async () => {
-    const { tmp, home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
+  it("Ctrl-C to the whole process group cancels, prints the summary, and, leaving it last, stops its home's Redis", async () => {
+    const { home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
     const run = startRun(file, env);
     started.push(run);
     // The task is marked running just before its CLI starts; wait for the CLI itself.
     await untilAsync(async () => (await cliProcesses(home)).length === 1, 'the agent CLI to start');
-    const redisPid = await privateRedisPid(tmp);
+    const redisPid = await privateRedisPid(home);
     expect(redisPid, 'the private redis-server').toBeDefined();
 
     process.kill(-(run.child.pid ?? 0), 'SIGINT'); // what a terminal's Ctrl-C does
@@ -164,15 +171,15 @@ describe('flotilla run under a terminal and a shell', () => {
     expect(run.stderr).not.toMatch(/ECONNREFUSED|\n\s+at /);
     expect(alive(redisPid ?? 0), 'redis-server still running').toBe(false);
     expect(await cliProcesses(home), 'agent CLIs left running').toEqual([]);
-    expect((await readdir(tmp)).filter((name) => name.startsWith('flotilla-redis-'))).toEqual([]);
+    expect(await privateRedisPid(home), 'a redis-server of its home').toBeUndefined();
   });
 
   it('losing its Redis mid-run is one line and exit 3, with nothing left behind', async () => {
-    const { tmp, home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
+    const { home, file, env } = await setup(mission([{ id: 'slow', steps: '- sleep: 60s' }]));
     const run = startRun(file, env);
     started.push(run);
     await untilAsync(async () => (await cliProcesses(home)).length === 1, 'the agent CLI to start');
-    const redisPid = await privateRedisPid(tmp);
+    const redisPid = await privateRedisPid(home);
     process.kill(redisPid ?? 0, 'SIGKILL');
     const code = await run.exit;
 
@@ -181,7 +188,7 @@ describe('flotilla run under a terminal and a shell', () => {
       'flotilla: the private redis-server was stopped by SIGKILL; the mission cannot go on',
     );
     expect(await cliProcesses(home), 'agent CLIs left running').toEqual([]);
-    expect((await readdir(tmp)).filter((name) => name.startsWith('flotilla-redis-'))).toEqual([]);
+    expect(await privateRedisPid(home), 'a redis-server of its home').toBeUndefined();
   });
 
   /** A quick task, then a slow one: the monitor's cookie folder exists once the quick one is listed. */
@@ -244,7 +251,7 @@ describe('flotilla run under a terminal and a shell', () => {
     const left = await cookieFolders(tmp);
     expect(left).toHaveLength(1);
     // Its private Redis is out of the process group and outlives it: stopped by hand here.
-    const redisPid = await privateRedisPid(tmp);
+    const redisPid = await privateRedisPid(home);
     if (redisPid) process.kill(redisPid, 'SIGKILL');
     const next = await setup(mission([{ id: 'again', steps: '- write: {path: again.txt, content: again}' }]));
     const result = await execa('node', [BIN, 'run', next.file, '--adapters', SIM_ADAPTERS], {

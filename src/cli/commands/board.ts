@@ -1,6 +1,7 @@
 import { decideAuth } from '../../board/auth.js';
 import { createBoardServer } from '../../board/server.js';
 import type { Config } from '../../shared/config.js';
+import { chooseRedis } from '../../shared/home-redis.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import { redactUrlCredentials } from '../../shared/url-credentials.js';
@@ -11,12 +12,16 @@ import type { Io } from '../io.js';
  * SIGTERM. Beyond loopback it starts only with FLOTILLA_BOARD_USER and FLOTILLA_BOARD_PASSWORD
  * set (createBoardServer checks before anything listens).
  */
-export async function board(args: { port: number; host: string }, config: Config, io: Io): Promise<number> {
-  const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
-  const logger = createLogger({ level: config.logLevel });
+export async function board(args: { port: number; host: string }, given: Config, io: Io): Promise<number> {
+  const logger = createLogger({ level: given.logLevel });
   // Decide about auth before connecting, so a refused bind says why even when Redis is down.
-  decideAuth({ host: args.host, user: config.boardUser, password: config.boardPassword });
-  const redis = await connectOrFail(redisUrl);
+  decideAuth({ host: args.host, user: given.boardUser, password: given.boardPassword });
+  const { config, home } = await chooseRedis(given);
+  const redisUrl = config.redisUrl ?? '';
+  const redis = await connectOrFail(redisUrl).catch(async (error: unknown) => {
+    await home?.release();
+    throw error;
+  });
   try {
     const server = await createBoardServer({
       redis,
@@ -47,5 +52,6 @@ export async function board(args: { port: number; host: string }, config: Config
     return 0;
   } finally {
     await redis.quit().catch(() => redis.disconnect());
+    await home?.release();
   }
 }

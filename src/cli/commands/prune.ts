@@ -4,6 +4,8 @@ import { FlotillaClient } from '../../client.js';
 import type { Config } from '../../shared/config.js';
 import { formatDuration, parseDuration } from '../../shared/duration.js';
 import { FlotillaError } from '../../shared/errors.js';
+import { chooseRedis, isHomeRedis } from '../../shared/home-redis.js';
+import type { RedisClient } from '../../shared/redis.js';
 import { missionIndexKey, missionKeys } from '../../shared/store/keys.js';
 import type { Io } from '../io.js';
 
@@ -12,6 +14,8 @@ import type { Io } from '../io.js';
  * `flotilla prune` is the retention: finished missions older than a cut-off leave Redis, and the
  * empty per-host work folders that attempts leave under FLOTILLA_HOME go too. The git branch of a
  * mission is the user's and stays. BullMQ's own jobs expire by age (shared/queues.ts RETENTION).
+ * On the home's own Redis (no REDIS_URL) the append-only file is rewritten afterwards, so what
+ * was pruned leaves the disk too.
  */
 
 /** A folder younger than this may be one a host is about to fill; it is left for next time. */
@@ -43,7 +47,7 @@ export function decidePrune(
 
 export async function prune(
   args: { olderThan: string; dryRun: boolean },
-  config: Config,
+  given: Config,
   io: Io,
 ): Promise<number> {
   const ageMs = parseDuration(args.olderThan);
@@ -54,7 +58,11 @@ export async function prune(
     );
   }
   const cutoff = Date.now() - ageMs;
-  const client = await FlotillaClient.connect({ config });
+  const { config, home } = await chooseRedis(given);
+  const client = await FlotillaClient.connect({ config }).catch(async (error: unknown) => {
+    await home?.release();
+    throw error;
+  });
   try {
     const index = missionIndexKey(config.prefix);
     // The index is scored by creation time; a mission created after the cut-off cannot have ended before it.
@@ -79,9 +87,28 @@ export async function prune(
     io.out(
       `${args.dryRun ? 'would prune' : 'pruned'} ${decisions.length} mission(s) finished over ${formatDuration(ageMs)} ago and ${folders.length} empty work folder(s)`,
     );
+    if (!args.dryRun && isHomeRedis(config)) await compact(client.redis);
     return 0;
   } finally {
     await client.close();
+    await home?.release();
+  }
+}
+
+/** How long prune waits for the append-only file's rewrite; a larger file finishes in the background. */
+const REWRITE_WAIT_MS = 30_000;
+
+/**
+ * Rewrites the append-only file to what is left and waits for it, so that the last process to
+ * leave does not stop the server mid-rewrite (the old file would stay, whole, until next time).
+ */
+async function compact(redis: RedisClient): Promise<void> {
+  await redis.bgrewriteaof().catch(() => undefined);
+  const deadline = Date.now() + REWRITE_WAIT_MS;
+  while (Date.now() < deadline) {
+    const info = await redis.info('persistence');
+    if (/aof_rewrite_in_progress:0/.test(info) && /aof_rewrite_scheduled:0/.test(info)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { checkReceipt, namedCommits, type VerifyFacts } from '../../shared/check-receipt.js';
 import type { Config } from '../../shared/config.js';
 import { FlotillaError, isFlotillaError } from '../../shared/errors.js';
+import { chooseRedis } from '../../shared/home-redis.js';
 import { parsePublicKey, type Receipt } from '../../shared/receipt.js';
 import { parseReceipt } from '../../shared/receipt-schema.js';
 import { connectOrFail } from '../../shared/redis.js';
@@ -13,8 +14,12 @@ import { resolveCommit, runGit } from '../../workers/workspace/git.js';
 import type { Io } from '../io.js';
 
 /** `flotilla receipt <id> [-o FILE]`: the signed receipt finalize wrote, as JSON. */
-export async function receipt(args: { id: string; out?: string }, config: Config, io: Io): Promise<number> {
-  const redis = await connectOrFail(config.redisUrl ?? 'redis://127.0.0.1:6379');
+export async function receipt(args: { id: string; out?: string }, given: Config, io: Io): Promise<number> {
+  const { config, home } = await chooseRedis(given);
+  const redis = await connectOrFail(config.redisUrl ?? '').catch(async (error: unknown) => {
+    await home?.release();
+    throw error;
+  });
   try {
     const store = new MissionStore(redis, config.prefix, config.secret);
     if (!(await store.missionExists(args.id)))
@@ -36,6 +41,7 @@ export async function receipt(args: { id: string; out?: string }, config: Config
     return 0;
   } finally {
     redis.disconnect();
+    await home?.release();
   }
 }
 
@@ -86,13 +92,21 @@ async function readPublicKey(file: string): Promise<KeyObject> {
 
 async function storeFacts(
   parsed: Receipt,
-  config: Config,
+  given: Config,
 ): Promise<{ store: VerifyFacts['store']; note?: string }> {
-  const url = config.redisUrl ?? 'redis://127.0.0.1:6379';
+  let chosen: Awaited<ReturnType<typeof chooseRedis>>;
   let redis: Awaited<ReturnType<typeof connectOrFail>>;
   try {
-    redis = await connectOrFail(url, 1_500);
+    chosen = await chooseRedis(given);
   } catch (error) {
+    if (isFlotillaError(error, 'redis/unreachable')) return { store: null, note: error.message };
+    throw error;
+  }
+  const { config, home } = chosen;
+  try {
+    redis = await connectOrFail(config.redisUrl ?? '', 1_500);
+  } catch (error) {
+    await home?.release();
     if (isFlotillaError(error, 'redis/unreachable')) return { store: null, note: error.message };
     throw error;
   }
@@ -111,6 +125,7 @@ async function storeFacts(
     return { store: { audit, rebuilt } };
   } finally {
     redis.disconnect();
+    await home?.release();
   }
 }
 

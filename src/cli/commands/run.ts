@@ -2,14 +2,14 @@ import { FlotillaClient } from '../../client.js';
 import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import type { MissionStatusJson } from '../../shared/contracts.js';
-import { FlotillaError, formatProblem } from '../../shared/errors.js';
+import { FlotillaError, formatProblem, isFlotillaError } from '../../shared/errors.js';
+import { chooseRedis, type HomeRedis } from '../../shared/home-redis.js';
 import { listHosts, routableHosts } from '../../shared/store/registry.js';
 import { redactUrlCredentials } from '../../shared/url-credentials.js';
 import { type Host, startHost } from '../../workers/host/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import { createHumanLogger } from '../human-log.js';
 import type { Io } from '../io.js';
-import { type PrivateRedis, startPrivateRedis } from '../private-redis.js';
 import { describeLostRedis, isRedisConnectionError } from '../redis-lost.js';
 import { adapterCapabilities, formatUnservable, noCliMessage, unservableTasks } from '../run-preflight.js';
 
@@ -26,8 +26,10 @@ export interface RunArgs {
 const CLOSE_WITHOUT_REDIS_MS = 3_000;
 
 /**
- * One machine, one command: validate, Redis (REDIS_URL or a private redis-server), local worker
- * hosts, submit, follow, summary, clean up. Ctrl-C cancels the mission and still prints the
+ * One machine, one command: validate, Redis (REDIS_URL or the home's own redis-server, whose data
+ * stays for `status`, `report` and `receipt`), local worker hosts, submit, follow, summary, clean up.
+ * On the home's Redis every job is signed (with FLOTILLA_SECRET or the home's secret), so its hosts
+ * have no unsigned mode to warn about. Ctrl-C cancels the mission and still prints the
  * summary; a second Ctrl-C exits at once. Losing Redis ends the run with one line and exit 3.
  */
 export async function run(args: RunArgs, config: Config, io: Io): Promise<number> {
@@ -41,7 +43,7 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     return 2;
   }
   const say = args.json ? io.err : io.out;
-  let redis: PrivateRedis | undefined;
+  let home: HomeRedis | undefined;
   const hosts: Host[] = [];
   let client: FlotillaClient | undefined;
   const controller = new AbortController();
@@ -56,17 +58,19 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
       io.err('cancelling the mission (Ctrl-C again to exit at once)…');
       void client.cancel(missionId).catch(() => controller.abort());
     } else {
-      // The private Redis is stopped by its exit hook (private-redis.ts).
+      // The home's Redis stays up without this lease; the next command to leave it last stops it.
       process.exit(130);
     }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    if (!config.redisUrl) redis = await startPrivateRedis();
-    const redisUrl = config.redisUrl ?? redis?.url ?? '';
+    const chosen = await chooseRedis(config);
+    home = chosen.home;
+    const used = chosen.config;
+    const redisUrl = used.redisUrl ?? '';
     const redisLost = new Promise<never>((_, reject) => {
-      void redis?.lost.then((reason) => {
+      void home?.lost.then((reason) => {
         if (!reason) return;
         lostReason = reason;
         controller.abort();
@@ -74,26 +78,30 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
       });
     });
     redisLost.catch(() => undefined);
-    client = await FlotillaClient.connect({ config, redisUrl });
+    client = await FlotillaClient.connect({ config: used });
     // Progress lines already say what happens; logs below a warning would only repeat them.
     const human = createHumanLogger(io.err, process.env.LOG_LEVEL ?? 'warn');
     muteLogs = human.mute;
     const logger = human.logger;
-    for (let i = 0; i < args.workers; i++) {
-      hosts.push(
-        await startHost({
-          config,
-          redisUrl,
-          adaptersDir: args.adaptersDir,
-          hostId: `local-${i + 1}`,
-          slots: args.slots,
-          internalCli: args.internalCli,
-          logger,
-          graceMs: 5_000,
-          warnUnsigned: redis === undefined,
-          pruneCaches: i === 0,
-        }),
-      );
+    // Runs at once on one machine share its Redis: a local-N another run holds is skipped.
+    let next = 1;
+    while (hosts.length < args.workers) {
+      const host = await startHost({
+        config: used,
+        redisUrl,
+        adaptersDir: args.adaptersDir,
+        hostId: `local-${next++}`,
+        slots: args.slots,
+        internalCli: args.internalCli,
+        logger,
+        graceMs: 5_000,
+        warnUnsigned: home === undefined,
+        pruneCaches: hosts.length === 0,
+      }).catch((error: unknown) => {
+        if (isFlotillaError(error, 'host/id-in-use')) return undefined;
+        throw error;
+      });
+      if (host) hosts.push(host);
     }
     for (const host of hosts) {
       say(
@@ -141,7 +149,7 @@ export async function run(args: RunArgs, config: Config, io: Io): Promise<number
     })();
     if (lostReason) await Promise.race([closing, sleep(CLOSE_WITHOUT_REDIS_MS)]);
     else await closing;
-    await redis?.stop();
+    await home?.release();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

@@ -1,4 +1,5 @@
 import type { Config } from '../../shared/config.js';
+import { chooseRedis } from '../../shared/home-redis.js';
 import { createLogger } from '../../shared/logger.js';
 import { connectOrFail } from '../../shared/redis.js';
 import type { FactsOptions } from '../../workers/agent/host-facts.js';
@@ -7,28 +8,36 @@ import { describeStop } from '../../workers/host/shutdown.js';
 import { assertGitVersion } from '../../workers/workspace/git.js';
 import type { Io } from '../io.js';
 
+interface WorkerArgs {
+  adaptersDir?: string;
+  hostId?: string;
+  slots: number;
+  internalCli?: string;
+  graceMs: number;
+  /** Every agent CLI under bwrap, writable only in its checkout (`--sandbox`). */
+  sandbox?: boolean;
+  /** `--tool`, `--label`, `--facts`. */
+  facts?: FactsOptions;
+}
+
 /**
  * A worker host until signalled: the first SIGTERM/SIGINT stops taking jobs and gives running
  * CLIs the grace period; the second kills them at once so their jobs move to another host.
+ * Without REDIS_URL it serves the home's own Redis and holds its lease until it stops.
  */
-export async function worker(
-  args: {
-    adaptersDir?: string;
-    hostId?: string;
-    slots: number;
-    internalCli?: string;
-    graceMs: number;
-    /** Every agent CLI under bwrap, writable only in its checkout (`--sandbox`). */
-    sandbox?: boolean;
-    /** `--tool`, `--label`, `--facts`. */
-    facts?: FactsOptions;
-  },
-  config: Config,
-  io: Io,
-): Promise<number> {
-  const redisUrl = config.redisUrl ?? 'redis://127.0.0.1:6379';
+export async function worker(args: WorkerArgs, given: Config, io: Io): Promise<number> {
   // Before Redis: a host whose git cannot merge without a checkout must not start at all.
   await assertGitVersion();
+  const { config, home } = await chooseRedis(given);
+  try {
+    return await serve(args, config, io);
+  } finally {
+    await home?.release();
+  }
+}
+
+async function serve(args: WorkerArgs, config: Config, io: Io): Promise<number> {
+  const redisUrl = config.redisUrl ?? '';
   const probe = await connectOrFail(redisUrl);
   probe.disconnect();
   const logger = createLogger({ level: config.logLevel });
