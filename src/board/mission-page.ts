@@ -83,6 +83,8 @@ export function renderTask(
   queuesBase: string,
   /** Where a dependency links to: its section on a small mission's page, or its detail. */
   taskHref: (id: string) => string = (id) => `#${taskAnchor(id)}`,
+  /** The board takes a person's verdict on a held task (server.ts's verdict route). */
+  verdicts = false,
 ): SafeHtml {
   const status = row?.status ?? 'pending';
   return html`<section class="card task" id="${taskAnchor(task.id)}" data-task="${task.id}">
@@ -99,9 +101,25 @@ ${row?.costUsd ? html`<div><span>cost</span>${formatCost(row.costUsd)}</div>` : 
 </div>
 ${row?.route ? html`<div class="muted">route: ${row.route}</div>` : ''}
 ${row?.error ? html`<div class="error">error: ${row.error}</div>` : ''}
+${status === 'awaiting_approval' ? renderVerdictBox(task.id, missionId, verdicts) : ''}
 ${task.description ? html`<details><summary>description</summary><pre>${task.description}</pre></details>` : ''}
 ${attempts.length ? attempts.map((a) => renderAttempt(a, task, missionId, queuesBase)) : html`<div class="muted">No attempt has run yet.</div>`}
 </section>`;
+}
+
+/**
+ * A held task (`approve: human`): Approve, and Reject with the words the retry's prompt will carry;
+ * the page's script posts them (the page's policy allows no form submission). Without the
+ * verdict route, the command that does it.
+ */
+function renderVerdictBox(taskId: string, missionId: string, verdicts: boolean): SafeHtml {
+  if (!verdicts)
+    return html`<div class="approval muted">Passed its gates; waits for a person: flotilla approve ${missionId} ${taskId}</div>`;
+  return html`<div class="approval" data-task="${taskId}"><strong>Passed its gates; waiting for a person's approval.</strong>
+<button type="button" class="verdict" data-verdict="approve">Approve</button>
+<input type="text" class="reason" maxlength="2000" placeholder="why, to reject" aria-label="why the work is rejected">
+<button type="button" class="verdict" data-verdict="reject">Reject</button>
+<span class="verdict-result" role="status"></span></div>`;
 }
 
 function renderTaskTable(tasks: readonly TaskRow[]): SafeHtml {
@@ -166,6 +184,8 @@ export interface MissionPageInput {
   readonly queuesBase: string;
   /** A small mission's status JSON, spec and audit: its page shows every task and attempt. */
   readonly full: { status: MissionStatusJson; spec: MissionSpec; audit: readonly AuditEntry[] } | null;
+  /** The board takes a person's verdict on a held task: its sections get Approve and Reject. */
+  readonly verdicts?: boolean;
 }
 
 export function renderMissionPage(input: MissionPageInput): SafeHtml {
@@ -181,7 +201,7 @@ export function renderMissionPage(input: MissionPageInput): SafeHtml {
 ${input.summary ? html`<h2>Summary</h2><pre class="summary">${input.summary}</pre>` : ''}
 ${full ? renderFullGraph(live) : ''}
 ${renderCompactView()}
-${full && rows && attempts ? html`<h2>Task table</h2>${renderTaskTable(full.status.tasks)}<h2>Attempts</h2>${full.spec.tasks.map((task) => renderTask(task, rows.get(task.id), attempts.get(task.id) ?? [], id, input.queuesBase))}` : ''}
+${full && rows && attempts ? html`<h2>Task table</h2>${renderTaskTable(full.status.tasks)}<h2>Attempts</h2>${full.spec.tasks.map((task) => renderTask(task, rows.get(task.id), attempts.get(task.id) ?? [], id, input.queuesBase, undefined, input.verdicts))}` : ''}
 <script type="application/json" id="mission-model">${trusted(embedJson(model))}</script>
 </div>`;
 }

@@ -228,6 +228,31 @@ export const MISSION_SCRIPT = `
       .catch(function () { setTimeout(poll, 5000); });
   }
 
+  // A person's verdict on a held task: posted to the board, which signs and queues it.
+  function sendVerdict(button) {
+    var box = button.closest('.approval');
+    var out = box.querySelector('.verdict-result');
+    var reason = box.querySelector('.reason').value.trim();
+    var verdict = button.dataset.verdict;
+    if (verdict === 'reject' && !reason) { out.textContent = 'Say why first: the next attempt reads it.'; return; }
+    box.querySelectorAll('button').forEach(function (b) { b.disabled = true; });
+    out.textContent = 'sending…';
+    fetch(base + '/tasks/' + encodeURIComponent(box.dataset.task) + '/verdict', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ verdict: verdict, reason: reason }),
+    })
+      .then(function (r) { return r.json().then(function (j) { return { ok: r.ok, body: j }; }); })
+      .then(function (res) {
+        out.textContent = res.body.message || res.body.error || '';
+        if (!res.ok && !res.body.message) box.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
+      })
+      .catch(function (e) {
+        out.textContent = 'Could not send: ' + e.message;
+        box.querySelectorAll('button').forEach(function (b) { b.disabled = false; });
+      });
+  }
+
   root.addEventListener('click', function (event) {
     var target = event.target;
     var cell = target.closest && target.closest('i.c');
@@ -251,6 +276,8 @@ export const MISSION_SCRIPT = `
     } else if (button.classList.contains('levels')) {
       detail.dataset.levels = button.dataset.levels;
       if (state.selected) loadDetail(state.selected, false);
+    } else if (button.classList.contains('verdict')) {
+      sendVerdict(button);
     } else if (button.classList.contains('close')) {
       history.replaceState(null, '', location.pathname + location.search);
       select(null);

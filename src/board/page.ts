@@ -64,6 +64,9 @@ button.filter.on { border-color: #102a43; background: #e3f2fd; }
 .att-group h3 { font-size: 13px; margin: 6px 0 1px; }
 .att-group[data-kind="failed"] h3 { color: #b71c1c; }
 .att-group[data-kind="needs_input"] h3 { color: #8d6e00; }
+.att-group[data-kind="awaiting_approval"] h3 { color: #00695c; }
+.approval { margin: 8px 0; padding: 8px; border: 1px solid #00897b; background: #e0f2f1; border-radius: 4px; }
+.approval .reason { width: 22em; }
 .att-group[data-kind="unservable"] h3 { color: #bf360c; }
 .attention ul { list-style: none; margin: 0; padding: 0; }
 li.att { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 13px; padding: 1px 0; }

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { defaultPerson, sendVerdict } from '../producer/approve.js';
 import { FlotillaError, isFlotillaError } from '../shared/errors.js';
+import { QueueSet } from '../shared/queue/queues.js';
 import type { RedisClient } from '../shared/redis.js';
 import { MissionStore } from '../shared/store/mission-store.js';
 import { listHosts } from '../shared/store/registry.js';
@@ -35,6 +37,12 @@ export interface BoardServerOptions {
   readonly readOnly?: boolean;
   /** Missions the list page and the metrics cover, newest first. Default 50. */
   readonly missionWindow?: number;
+  /**
+   * Lets a person approve or reject a task held by `approve: human` from its view (behind the
+   * board's auth); the verdict's job is signed with `secret` as every job is. Absent: the view
+   * names the command instead.
+   */
+  readonly verdicts?: { readonly secret: string | undefined };
   /** Where request errors are reported (the page shows only a short message). */
   readonly onError?: (error: unknown) => void;
 }
@@ -123,6 +131,7 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
     window,
   });
 
+  const verdictQueues = options.verdicts ? new QueueSet(options.redis, options.prefix) : null;
   const app = express();
   app.disable('x-powered-by');
   app.use((_req, res, next) => {
@@ -169,7 +178,13 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
           )
         : null,
     ]);
-    const body = renderMissionPage({ live, summary, full, queuesBase: QUEUES_BASE });
+    const body = renderMissionPage({
+      live,
+      summary,
+      full,
+      queuesBase: QUEUES_BASE,
+      verdicts: verdictQueues !== null,
+    });
     sendPage(res, live.shape.goal, body, { script: MISSION_SCRIPT });
   });
 
@@ -205,10 +220,51 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
       audit: await store.getTaskAudit(id, taskId),
       levels: clampLevels(req.query.levels),
       queuesBase: QUEUES_BASE,
+      verdicts: verdictQueues !== null,
     });
     res.setHeader('Cache-Control', 'no-store');
     res.type('html').send(detail?.value ?? '');
   });
+
+  // A person's verdict on a held task, posted by the task view's buttons (same origin only:
+  // sameOriginWrites). Who decided is the board's user when it has one.
+  if (verdictQueues) {
+    app.post('/missions/:id/tasks/:task/verdict', express.json({ limit: '16kb' }), async (req, res) => {
+      const id = missionIdOf(String(req.params.id));
+      const body = (req.body ?? {}) as { verdict?: unknown; reason?: unknown };
+      if (body.verdict !== 'approve' && body.verdict !== 'reject') {
+        res.status(400).json({ error: "expected { verdict: 'approve' | 'reject', reason? }" });
+        return;
+      }
+      const reason = typeof body.reason === 'string' ? body.reason.trim() : '';
+      if (body.verdict === 'reject' && !reason) {
+        res.status(400).json({ error: 'say why the work is rejected: the next attempt reads it' });
+        return;
+      }
+      const by = `${credentials?.user ?? defaultPerson()} (board)`;
+      try {
+        const sent = await sendVerdict(
+          { store, queues: verdictQueues, secret: options.verdicts?.secret },
+          id,
+          String(req.params.task),
+          { by, ...(body.verdict === 'reject' ? { reject: reason } : {}) },
+        );
+        const what = sent.sent.verdict === 'approve' ? 'approved' : 'rejected';
+        res.status(sent.counted ? 200 : 409).json({
+          counted: sent.counted,
+          message: sent.counted
+            ? `attempt ${sent.attempt} ${what} by ${by}`
+            : `attempt ${sent.attempt} was already ${what} by ${sent.sent.by ?? 'someone'}`,
+        });
+      } catch (error) {
+        if (isFlotillaError(error, 'usage')) {
+          res.status(409).json({ counted: false, message: error.message });
+          return;
+        }
+        throw error;
+      }
+    });
+  }
 
   app.get('/hosts', async (_req, res) => {
     sendPage(res, 'Hosts', renderHostsPage(await listHosts(options.redis, options.prefix)), {
@@ -258,6 +314,7 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
         server.closeAllConnections();
         await closed;
         await queues.close();
+        await verdictQueues?.close();
       })();
       return closing;
     },

@@ -29,6 +29,8 @@ export function renderTaskDetail(input: {
   readonly audit: readonly AuditEntry[];
   readonly levels: number;
   readonly queuesBase: string;
+  /** The board takes a person's verdict on a held task. */
+  readonly verdicts?: boolean;
 }): SafeHtml | null {
   const { live, taskId } = input;
   const task = live.shape.byId.get(taskId);
@@ -66,5 +68,5 @@ export function renderTaskDetail(input: {
 <div class="nbhd-bar"><span>Neighbourhood: ${near.ids.size} tasks, levels</span> ${levelButtons} <button type="button" class="zoom">actual size</button>${near.truncated ? html` <span class="muted">cut at ${NEIGHBOURHOOD_LIMIT} tasks</span>` : ''}</div>
 <div class="nbhd-box graph-box">${svg}</div>
 </div>
-${renderTask(task, state, attempts, live.shape.id, input.queuesBase, detailHref)}`;
+${renderTask(task, state, attempts, live.shape.id, input.queuesBase, detailHref, input.verdicts)}`;
 }

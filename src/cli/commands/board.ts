@@ -30,6 +30,7 @@ export async function board(args: { port: number; host: string }, given: Config,
       password: config.boardPassword,
       host: args.host,
       port: args.port,
+      verdicts: { secret: config.secret },
       onError: (error) => logger.error({ err: error }, 'board request failed'),
     });
     io.out(
