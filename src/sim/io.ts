@@ -7,7 +7,8 @@ import { takeRateLimit } from './rate-limit-state.js';
 
 export class SimPathError extends Error {}
 
-const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+/** What a `run` step keeps of each of its program's streams: its findings quote the last lines. */
+const KEPT_OUTPUT_CHARS = 64 * 1024;
 
 /** Where `print` writes: the process's own streams, whose `write` says false while the reader is behind. */
 export interface SimOutput {
@@ -84,32 +85,36 @@ async function runProgram(
 ): Promise<{ exitCode: number | null; output: string; error?: string }> {
   const [file, ...args] = argv;
   // Loaded here, not at the top: most runs have no `run` step, and every run pays for a module it loads.
-  const { execFile } = await import('node:child_process');
+  const { spawn } = await import('node:child_process');
   return new Promise((done) => {
-    execFile(
-      file ?? '',
-      args,
-      { cwd, shell: false, timeout: timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        const output = `${stdout}${stderr}`;
-        if (!error) return done({ exitCode: 0, output });
-        const failure = error as NodeJS.ErrnoException & {
-          code?: unknown;
-          killed?: boolean;
-          signal?: string;
-        };
-        if (failure.code === 'ENOENT')
-          return done({ exitCode: null, output, error: `'${file}' was not found` });
-        if (failure.killed && failure.signal) {
-          return done({
-            exitCode: null,
-            output,
-            error: `timed out after ${timeoutMs}ms (${failure.signal})`,
-          });
-        }
-        if (typeof failure.code === 'number') return done({ exitCode: failure.code, output });
-        done({ exitCode: null, output, error: failure.message });
-      },
-    );
+    // Read as it comes and only the end kept (the result quotes the last lines): a program that
+    // prints a lot, a verbose test run, is judged by its exit code and not cut off past a buffer.
+    const out = { stdout: '', stderr: '' };
+    const keep = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      const text = out[stream] + chunk.toString('utf8');
+      out[stream] = text.length > 2 * KEPT_OUTPUT_CHARS ? text.slice(-KEPT_OUTPUT_CHARS) : text;
+    };
+    const child = spawn(file ?? '', args, { cwd, shell: false });
+    child.stdout.on('data', keep('stdout'));
+    child.stderr.on('data', keep('stderr'));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGTERM');
+    }, timeoutMs);
+    const output = () => `${out.stdout}${out.stderr}`;
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (error.code === 'ENOENT')
+        done({ exitCode: null, output: output(), error: `'${file}' was not found` });
+      else done({ exitCode: null, output: output(), error: error.message });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut)
+        done({ exitCode: null, output: output(), error: `timed out after ${timeoutMs}ms (${signal})` });
+      else if (code !== null) done({ exitCode: code, output: output() });
+      else done({ exitCode: null, output: output(), error: `${argv.join(' ')} was killed by ${signal}` });
+    });
   });
 }

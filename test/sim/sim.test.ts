@@ -776,6 +776,30 @@ describe.concurrent('flotilla-sim as a process', () => {
     expect(await result(cwd)).toMatch(/\*\*Status\*\*: Failed[\s\S]*'no-such-program-xyz' was not found/);
   });
 
+  it('runs a program that prints 10 MB to the end, judged by its exit code, quoting its last lines', async () => {
+    const cwd = await freshWorktree();
+    const script = "process.stdout.write('test output line\\n'.repeat(600000)); console.log('all 42 passed')";
+    const block = `- run: [${JSON.stringify(process.execPath)}, -e, ${JSON.stringify(script)}]`;
+    const out = await runCli(['--prompt', prompt(sim(block))], { cwd });
+    expect(out.code).toBe(0);
+    const text = await result(cwd);
+    expect(text).toMatch(/\*\*Status\*\*: Complete\n/);
+    expect(text).toMatch(/: exit 0[\s\S]*all 42 passed/);
+    const timed = await runCli(
+      [
+        '--prompt',
+        prompt(
+          sim(
+            `- run: {argv: [${JSON.stringify(process.execPath)}, -e, "setInterval(() => {}, 1000)"], timeout: 300ms}`,
+          ),
+        ),
+      ],
+      { cwd },
+    );
+    expect(timed.code).toBe(0);
+    expect(await result(cwd)).toMatch(/\*\*Status\*\*: Failed[\s\S]*timed out after 300ms \(SIGTERM\)/);
+  });
+
   it('prints the result and cost as a Claude-style JSON line with --output-format json', async () => {
     const cwd = await freshWorktree();
     const out = await runCli(
