@@ -22,7 +22,10 @@ export interface SpawnInput {
    * (FLOTILLA_MAX_OUTPUT): past it the process group is killed, as on a timeout. Default none.
    */
   readonly maxOutputBytes?: number;
-  /** Each chunk of output as it comes, before anything else reads it (usage, reply patterns). */
+  /**
+   * Each chunk of output as it comes (invoke.ts reads usage and reply patterns from it; a live
+   * view may tee it). Called inside the stream's `data` event: it must not throw or block.
+   */
   readonly onChunk?: (stream: OutputStream, chunk: Uint8Array) => void;
   /** Where the host records the CLI's process group while it runs (cli-groups.ts). */
   readonly groups?: Pick<CliGroups, 'record' | 'forget'>;
@@ -112,22 +115,6 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
     // Read below as it comes: execa keeps nothing, so no output is too long for the host.
     buffer: false,
   });
-  const kept = {
-    stdout: new TailBuffer(KEPT_OUTPUT_BYTES.stdout),
-    stderr: new TailBuffer(KEPT_OUTPUT_BYTES.stderr),
-  };
-  let outputCapped: number | undefined;
-  const read = (stream: OutputStream) => (chunk: Uint8Array) => {
-    kept[stream].push(chunk);
-    input.onChunk?.(stream, chunk);
-    const cap = input.maxOutputBytes;
-    if (cap !== undefined && outputCapped === undefined && kept.stdout.bytes + kept.stderr.bytes > cap) {
-      outputCapped = cap;
-      killTree();
-    }
-  };
-  child.stdout?.on('data', read('stdout'));
-  child.stderr?.on('data', read('stderr'));
   // Seen as early as node knows: an `after` status started from here on may serve this run.
   let exitedAt: number | undefined;
   child.once('exit', () => {
@@ -153,6 +140,22 @@ export async function spawnProcess(input: SpawnInput): Promise<SpawnOutcome> {
       }
     }, input.killGraceMs ?? 5_000).unref();
   };
+  const kept = {
+    stdout: new TailBuffer(KEPT_OUTPUT_BYTES.stdout),
+    stderr: new TailBuffer(KEPT_OUTPUT_BYTES.stderr),
+  };
+  let outputCapped: number | undefined;
+  const read = (stream: OutputStream) => (chunk: Uint8Array) => {
+    kept[stream].push(chunk);
+    input.onChunk?.(stream, chunk);
+    const cap = input.maxOutputBytes;
+    if (cap !== undefined && outputCapped === undefined && kept.stdout.bytes + kept.stderr.bytes > cap) {
+      outputCapped = cap;
+      killTree();
+    }
+  };
+  child.stdout?.on('data', read('stdout'));
+  child.stderr?.on('data', read('stderr'));
   const timer = setTimeout(() => {
     timedOut = true;
     killTree();
