@@ -19,7 +19,7 @@
  *   node bench/run.js checkout-cycle --cycles 20   # one task's workspace work on big trees, walks against scans
  *   node bench/run.js index-update --sizes 1000,10000,40000 --runs 10   # the index moved in-process against git
  *   node bench/run.js fs-calls --n 3000 --runs 3   # one file call, asynchronous against synchronous
- *   node bench/run.js output --sizes 1,100,1000    # a loud agent: host peak RSS and outcome by MB printed
+ *   node bench/run.js output --sizes 1,100,1000 --streams stdout,stderr   # a loud agent: host peak RSS and outcome by MB printed
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -79,6 +79,7 @@ const { values, positionals } = parseArgs({
     blocks: { type: 'string' },
     cycles: { type: 'string' },
     modes: { type: 'string' },
+    streams: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -106,7 +107,7 @@ if (values.help) {
   checkout-cycle --repos generated,linux --cycles 20 --modes off,on   (one task's workspace work alone: FLOTILLA_CHECKOUT_SCAN walks against scans)
   index-update --sizes 1000,10000,40000 --runs 10   (the checkout's index moved in-process against git update-index, by index size)
   fs-calls  --n 3000 --runs 3   (one file call's CPU and wall, asynchronous against synchronous; a new file against a rewrite)
-  output    --sizes 1,100,1000 --runs 1   (a task whose agent prints that many MB on stdout: its outcome and the host's peak RSS)
+  output    --sizes 1,100,1000 --streams stdout,stderr --runs 1   (a task whose agent prints that many MB: its outcome and the host's peak RSS)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
@@ -145,6 +146,7 @@ const options = {
   blocks: list(values.blocks),
   cycles: int(values.cycles),
   modes: values.modes?.split(','),
+  streams: values.streams?.split(','),
 };
 
 const unknown = positionals.filter((name) => !(name in BENCHMARKS));
