@@ -18,7 +18,7 @@ export function boardQueueNames(
   extraCapabilities: readonly string[] = [],
   requirementKeys: readonly string[] = [],
 ): string[] {
-  const fixed = [QUEUES.mission, QUEUES.verify, QUEUES.critic, QUEUES.internal];
+  const fixed = [QUEUES.mission, QUEUES.verify, QUEUES.critic, QUEUES.internal, QUEUES.notify];
   const capabilities = [...CAPABILITIES, ...[...extraCapabilities].sort()];
   const variants = [...requirementKeys]
     .sort()

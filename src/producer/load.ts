@@ -6,6 +6,7 @@ import {
   type MissionFile,
   type MissionSpec,
   missionSchema,
+  normalizeNotify,
   normalizeTask,
   taskSchema,
 } from '../shared/mission.js';
@@ -284,6 +285,7 @@ function normalizeMission(
     base: data.base,
     budgetUsd: data.defaults.budget_usd,
     checkpointMs: data.defaults.checkpoint_interval,
+    ...(data.notify?.length ? { notify: normalizeNotify(data.notify) } : {}),
     agentsDir,
     agents,
     tasks: data.tasks.map((task) => normalizeTask(task, data.defaults, data)),

@@ -100,6 +100,7 @@ const MISSION_HINTS: Record<keyof typeof missionSchema.shape, string> = {
   setup:
     'commands that make a checkout ready before the agent and the criteria, like ["npm ci"]; only if the criteria need them',
   setup_inputs: 'files whose change re-runs setup; leave out (the usual lockfiles)',
+  notify: 'webhooks; leave out',
   tasks: `the list of ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks`,
 };
 

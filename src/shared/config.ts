@@ -52,6 +52,8 @@ const envSchema = z.object({
   FLOTILLA_SIGNING_KEY: z.string().min(1).optional(),
   FLOTILLA_BOARD_USER: z.string().optional(),
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
+  /** Signs webhook bodies (`notify:`, X-Flotilla-Signature-256) on the hosts that deliver them. */
+  FLOTILLA_WEBHOOK_SECRET: z.string().min(1).optional(),
   /** Host caches (repo clones, warm checkouts) and, without REDIS_URL, the machine's Redis (`redis/`). */
   FLOTILLA_HOME: z.string().optional(),
   /**
@@ -110,6 +112,7 @@ export interface Config {
   readonly signingKeyFile?: string;
   readonly boardUser?: string;
   readonly boardPassword?: string;
+  readonly webhookSecret?: string;
   readonly home: string;
   readonly cacheMaxAgeMs: number;
   readonly lockMs: number;
@@ -145,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...(e.FLOTILLA_SIGNING_KEY ? { signingKeyFile: resolve(e.FLOTILLA_SIGNING_KEY) } : {}),
     boardUser: e.FLOTILLA_BOARD_USER,
     boardPassword: e.FLOTILLA_BOARD_PASSWORD,
+    webhookSecret: e.FLOTILLA_WEBHOOK_SECRET,
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
     cacheMaxAgeMs: e.FLOTILLA_CACHE_DAYS * 86_400_000,
     lockMs: e.FLOTILLA_LOCK_MS,

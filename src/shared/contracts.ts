@@ -11,6 +11,8 @@ export const QUEUES = {
   verify: 'verify',
   critic: 'critic',
   internal: 'dispatch.internal',
+  /** Webhook deliveries (`notify:`), taken by any host. */
+  notify: 'notify',
 } as const;
 
 export const DISPATCH_PREFIX = 'dispatch.';
@@ -29,6 +31,8 @@ export const JOBS = {
   approval: 'approval',
   /** Delayed at the hold: fires when `approve_timeout` passes with no verdict. */
   approvalTimeout: 'approvalTimeout',
+  /** One webhook delivery (`notify:`); its id is the delivery's (shared/notify.ts deliveryId). */
+  notify: 'notify',
 } as const;
 
 /** Deterministic job ids: never a `:`, never all digits, the same on every host that computes them. */

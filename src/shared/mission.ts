@@ -10,6 +10,7 @@ import {
   TOOL_PATTERN,
   type ToolRequirement,
 } from './host-facts.js';
+import { DEFAULT_NOTIFY_EVENTS, NOTIFY_EVENTS, type NotifyHook } from './notify.js';
 
 /**
  * The mission file's shape. Unknown fields are errors (a typo must not silently drop a setting);
@@ -202,6 +203,28 @@ export const taskSchema = z
   })
   .strict();
 
+/**
+ * `notify:` webhooks: each hook's URL gets a signed JSON POST for the events it names (default:
+ * those that may need a person), delivered by any host through a queue with retries.
+ */
+const notifyHook = z
+  .object({
+    url: z
+      .string()
+      .regex(/^https?:\/\/[^\s/]+/, 'expected an http:// or https:// URL')
+      .describe(
+        'where each event is POSTed as JSON (signed with FLOTILLA_WEBHOOK_SECRET when hosts have it)',
+      ),
+    events: z
+      .array(z.enum(NOTIFY_EVENTS))
+      .min(1)
+      .optional()
+      .describe(
+        'the events to send (default: mission.finished, task.failed, task.needs_input, task.awaiting_approval)',
+      ),
+  })
+  .strict();
+
 export const missionSchema = z
   .object({
     goal: z.string().min(1).describe("the mission's goal, in a sentence"),
@@ -218,6 +241,7 @@ export const missionSchema = z
       .describe("the mission-wide value of each per-task setting; a task's own wins"),
     setup: z.array(z.string().min(1)).optional(),
     setup_inputs: z.array(z.string().min(1)).optional(),
+    notify: z.array(notifyHook).optional().describe('webhooks told when something happens'),
     tasks: z
       .array(taskSchema)
       .min(1, 'expected at least one task')
@@ -297,6 +321,8 @@ export interface MissionSpec {
    * Absent in missions submitted before checkpoints existed: DEFAULT_CHECKPOINT_MS.
    */
   readonly checkpointMs?: number;
+  /** `notify:` webhooks, each with the events it wants; absent: none. */
+  readonly notify?: readonly NotifyHook[];
   /** Folder that holds agents/<id>.md for this mission (the mission file's folder), if any. */
   readonly agentsDir?: string;
   /** The whole text of each agent file the tasks name, resolved at submit time. */
@@ -366,4 +392,10 @@ function defaultCapability(kind: TaskFile['kind']): string {
     default:
       return 'code_implementation';
   }
+}
+
+/** The mission file's `notify:` as the spec keeps it: every hook with its events spelled out. */
+export function normalizeNotify(hooks: MissionFile['notify']): readonly NotifyHook[] | undefined {
+  if (!hooks?.length) return undefined;
+  return hooks.map((hook) => ({ url: hook.url, events: hook.events ?? DEFAULT_NOTIFY_EVENTS }));
 }

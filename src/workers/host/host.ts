@@ -23,6 +23,7 @@ import { reviewAttempt } from '../stages/critic/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
 import { gateJobFailed } from '../stages/gate/job-failed.js';
 import { gateAttempt, verdictOnHeld } from '../stages/gate/processor.js';
+import { deliverNotification } from '../stages/notify/processor.js';
 import { runAttempt } from '../stages/run/processor.js';
 import { verifyAttempt } from '../stages/verify/processor.js';
 import { claimCheckoutRoot } from '../workspace/checkout-root.js';
@@ -115,6 +116,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     config.secret,
     config.signingKeyFile,
     config.boardPassword,
+    config.webhookSecret,
   ]);
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
   if (options.sandbox) {
@@ -337,6 +339,8 @@ export async function startHost(options: HostOptions): Promise<Host> {
     },
     { concurrency: Math.max(2, slots) },
   );
+  // Webhook deliveries (`notify:`): any host, a few at a time; they only wait on the network.
+  serve(QUEUES.notify, (job) => deliverNotification(ctx, job), { concurrency: 4 });
   // A gate job out of tries settles its task as failed, so its mission goes on (gate/job-failed.ts).
   workers.get(QUEUES.mission)?.on('failed', (job) => {
     if (job?.name !== JOBS.gate) return;

@@ -1,6 +1,8 @@
 import { DelayedError, type Job, WaitingError } from 'bullmq';
 import { type AttemptRef, attemptJobId, finalizeJobId, JOBS } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
+import { deliveryId } from '../../shared/notify.js';
+import type { NotifyJobData } from '../../shared/queue/notify.js';
 import { verifyPayload } from '../../shared/signing.js';
 import type { HostContext } from './context.js';
 
@@ -30,8 +32,22 @@ export function signatureProblem(ctx: Pick<HostContext, 'config'>, job: Job): st
 function expectedJobId(job: Job): string | undefined {
   const data = job.data as Partial<AttemptRef>;
   if (job.name === JOBS.finalize) return data.missionId ? finalizeJobId(data.missionId) : undefined;
+  if (job.name === JOBS.notify) {
+    const hook = job.data as Partial<NotifyJobData>;
+    return hook.missionId && typeof hook.index === 'number' && hook.key
+      ? deliveryId(hook.missionId, hook.index, hook.key)
+      : undefined;
+  }
   const stage = Object.values(JOBS).find((name) => name === job.name);
-  if (!stage || stage === JOBS.finalize || !data.missionId || !data.taskId || !data.attempt) return undefined;
+  if (
+    !stage ||
+    stage === JOBS.finalize ||
+    stage === JOBS.notify ||
+    !data.missionId ||
+    !data.taskId ||
+    !data.attempt
+  )
+    return undefined;
   return attemptJobId(data.missionId, data.taskId, data.attempt, stage);
 }
 

@@ -6,6 +6,7 @@ import { deleteMissionCheckpoints } from '../../workspace/checkpoint.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
+import { notifyFinished } from '../notify/occurrences.js';
 import { type MissionEnd, readMissionEnd, receiptBody } from './collect-receipt.js';
 import { formatSummary } from './summary.js';
 
@@ -49,6 +50,7 @@ export async function finalizeMission(
     ctx.logger.warn({ missionId, err: error }, 'could not delete leftover checkpoint refs'),
   );
   await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
+  await notifyFinished(ctx, missionId, summary);
   ctx.missions.delete(missionId);
   await ctx.store.publishControl({ type: 'finished', missionId });
   ctx.logger.info({ missionId, status: status.status }, 'mission finished');

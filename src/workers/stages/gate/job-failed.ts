@@ -4,6 +4,7 @@ import { enqueueFinalize } from '../../../shared/queue/enqueue.js';
 import type { AuditInput, SettleOutcome } from '../../../shared/store/mission-store.js';
 import type { HostContext } from '../context.js';
 import { signatureProblem } from '../job-guard.js';
+import { notifySettled } from '../notify/occurrences.js';
 import { decideGateJobFailed, gateEvent } from './decide.js';
 import { recordSettled } from './processor.js';
 
@@ -52,6 +53,7 @@ export async function settleFailedGate(
   };
   const outcome = await ctx.store.settle(missionId, taskId, attempt, decision.action, patch, now, entry);
   if (outcome.applied) await recordSettled(ctx, { missionId, taskId, attempt }, decision, outcome);
+  await notifySettled(ctx, { missionId, taskId, attempt }, outcome);
   if (outcome.settled) await enqueueFinalize(ctx, missionId);
   return outcome;
 }

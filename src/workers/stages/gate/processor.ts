@@ -19,6 +19,7 @@ import { readAgentSettings } from '../../agent/personality.js';
 import { IntegrationContended } from '../../workspace/integrate.js';
 import { type HostContext, missionRecord } from '../context.js';
 import { assertSigned, giveBack } from '../job-guard.js';
+import { notifySettled } from '../notify/occurrences.js';
 import { childValue, ignoredChildFailure, lostRun } from '../verify/processor.js';
 import {
   approvalRecord,
@@ -129,6 +130,7 @@ async function holdAttempt(
   const patch = { ...settlePatch(decision, result), heldAt: now };
   const outcome = await ctx.store.settle(missionId, task.id, attempt, 'hold', patch, now, entry);
   if (outcome.taskStatus !== 'awaiting_approval' || outcome.attempts !== attempt) return { action: 'hold' };
+  await notifySettled(ctx, { missionId, taskId: task.id, attempt }, outcome);
   const timeoutMs = task.approval?.timeoutMs;
   if (timeoutMs !== undefined) {
     // A replayed gate (its host died after the transition) adds the timeout it may have missed.
@@ -249,6 +251,7 @@ async function conclude(
   // so a released task waits for nothing.
   const released = await startNext(ctx, { missionId, task, attempt, tasks: spec.tasks }, decision, outcome);
   if (outcome.applied) await recordSettled(ctx, { missionId, taskId, attempt }, decision, outcome);
+  await notifySettled(ctx, { missionId, taskId, attempt }, outcome);
   for (const releasedTask of released) {
     await ctx.store.emit({
       missionId,
