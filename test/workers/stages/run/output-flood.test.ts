@@ -192,4 +192,22 @@ describe('a loud agent on a host with FLOTILLA_MAX_OUTPUT=20MB', () => {
     expect(entry?.message).toContain('the CLI printed more than 20 MB; stopped by flotilla');
     expect(byId(status, 'quiet').status, byId(status, 'quiet').error ?? '').toBe('completed');
   });
+
+  it('stops a reviewer past the cap too, and the attempt says the reviewer did', async () => {
+    const status = await cluster.run(
+      mission([
+        task({
+          id: 'reviewed',
+          extra: ['critic: true'],
+          steps:
+            '- write: {path: reviewed.txt, content: ok}\n- print: {mb: 100}\n  role: reviewer\n- review: {score: 9}',
+        }).replace('    critic: false\n', ''),
+      ]),
+    );
+    const reviewed = byId(status, 'reviewed');
+    expect(reviewed.status).toBe('failed');
+    expect(reviewed.error).toContain(
+      'the reviewer Flotilla Sim Reviewer printed more than 20 MB; stopped by flotilla',
+    );
+  });
 });
