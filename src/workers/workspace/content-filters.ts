@@ -1,7 +1,7 @@
 /**
  * Whether git would change a file's bytes on their way into the repository, as `git add` does: a
- * clean filter (git-lfs stores a pointer for the file), line endings (`text`, `eol`,
- * core.autocrlf), `ident`, a working-tree encoding. An attempt's commit is written from the
+ * clean filter (git-lfs stores a pointer for the file), line endings (`text`, `eol`, the legacy
+ * `crlf`, core.autocrlf), `ident`, a working-tree encoding. An attempt's commit is written from the
  * files' bytes as they are (commit.ts); where any of these may apply, git cleans the files first.
  * The check errs one way only: an attribute file that names a converting attribute anywhere
  * counts, whatever its patterns match, so a repository that only marks files `-text` or `diff=cpp`
@@ -12,8 +12,11 @@ import { basename, join } from 'node:path';
 import { commonDirOf, gitDirOf } from './checkout-head.js';
 import { lstatOrNull, type RepoWriteRules, readTextOr } from './git-files.js';
 
-/** An attribute set or given a value (`text`, `text=auto`, `filter=lfs`); `-text`, `!eol` unset it. */
-const CONVERTING = /^(text|eol|filter|ident|working-tree-encoding)(=|$)/;
+/**
+ * An attribute set or given a value (`text`, `text=auto`, `filter=lfs`; `crlf`, git's legacy
+ * spelling of `text`, and `crlf=input`, of `eol=lf`); `-text`, `!eol`, `-crlf` unset it.
+ */
+const CONVERTING = /^(text|crlf|eol|filter|ident|working-tree-encoding)(=|$)/;
 
 /**
  * True when a gitattributes file's text sets an attribute that converts content, on any line
