@@ -73,6 +73,11 @@ const envSchema = z.object({
    * more and lets git walk smaller ones, `on` always scans, `off` always walks.
    */
   FLOTILLA_CHECKOUT_SCAN: z.enum(['auto', 'on', 'off']).default('auto'),
+  /**
+   * `cli`: git commands only, every in-process replacement of git off (workspace/git-mode.ts);
+   * `auto` (the default): in-process where each replacement's own checks allow.
+   */
+  FLOTILLA_GIT: z.enum(['auto', 'cli']).default('auto'),
   /** Host caches (repo clones, warm checkouts) unused this many days are pruned when a worker starts. */
   FLOTILLA_CACHE_DAYS: z.coerce.number().positive().default(14),
   /** BullMQ lock duration for every job; a crashed host's job moves on after about this long. */

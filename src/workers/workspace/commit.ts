@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DISPATCH_DIR } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { attachedBranch, gitDirOf, objectStores, writeDetachedHead } from './checkout-head.js';
+import { commitByGit, gitMustCommit } from './commit-by-git.js';
 import { contentMayConvert } from './content-filters.js';
 import { type ImportCommit, type ImportEntry, importPath, importStream } from './fast-import.js';
 import {
@@ -13,13 +14,15 @@ import {
   readGit,
   retryOnLockContention,
   runGit,
+  runGitBytes,
 } from './git.js';
 import { cachedWriteRules, lstatOrNull, type RepoWriteRules, readStoredObject } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 import { housekeep } from './housekeep.js';
 import { type CommittedPath, writeIndexUpdates } from './index-file.js';
 import { looseImport, ownGitDir } from './loose-import.js';
 import { looseReader, treeEntriesAt } from './loose-trees.js';
-import { readWorktree, type WorktreeState } from './snapshot-changes.js';
+import { nulFields, pathBytes, readWorktree, type WorktreeState } from './snapshot-changes.js';
 import { pathRefusal, type RefusedPath } from './verify-path.js';
 
 export function isDispatchPath(path: string): boolean {
@@ -79,10 +82,20 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   const worktree = options.worktree ?? (await readWorktree(dir));
   if (!worktree.head) throw new FlotillaError('git/failed', `${dir}: the checkout has no commit to build on`);
   const base = options.baseCommit ?? worktree.head;
-  const paths = new Set(worktree.changes.map((change) => change.path));
+  // Each changed path's bytes, by a key that keeps two names apart that UTF-8 decoding would not.
+  const listed = new Map(
+    worktree.changes.map((change) => [pathBytes(change).toString('latin1'), pathBytes(change)]),
+  );
   // The agent committed on its own: what it committed counts as work too, folded into one commit.
   const agentCommitted = worktree.head !== base;
-  if (agentCommitted) for (const path of await changedBetween(dir, base, worktree.head)) paths.add(path);
+  if (agentCommitted) {
+    for (const path of await changedBetween(dir, base, worktree.head))
+      listed.set(path.toString('latin1'), path);
+  }
+  if (!inProcessGit() || gitMustCommit(dir, [...listed.values()])) {
+    return commitWithGit(options, base, [...listed.values()]);
+  }
+  const paths = new Set([...listed.values()].map((path) => path.toString('utf8')));
   let work = readEntries(
     dir,
     [...paths].filter((path) => !isDispatchPath(path)),
@@ -166,6 +179,46 @@ export async function commitAttempt(options: CommitAttemptOptions): Promise<Comm
   // A URL, or a local repo that lacks the base (rewritten meanwhile): an ordinary push.
   if (!published) await pushRef({ dir, ref: options.ref, commit });
   return { commit, workCommit, changed, ref: options.ref, refused };
+}
+
+/**
+ * commitAttempt() by git's own `add` (commit-by-git.ts), then a push: with FLOTILLA_GIT=cli, and
+ * where the in-process reading of the files would not be git's.
+ */
+async function commitWithGit(
+  options: CommitAttemptOptions,
+  base: string,
+  changed: readonly Buffer[],
+): Promise<CommitAttemptResult> {
+  const { dir } = options;
+  const dispatchPath = (path: Buffer) => isDispatchPath(path.toString('utf8'));
+  const dispatch = new Map(changed.filter(dispatchPath).map((path) => [path.toString('latin1'), path]));
+  for (const file of filesUnder(dir, DISPATCH_DIR))
+    dispatch.set(Buffer.from(file).toString('latin1'), Buffer.from(file));
+  const identity = await cachedCommitIdentity(dir);
+  // Read before HEAD moves: the branch the agent made goes, as in commitAttempt().
+  const branch = attachedBranch(dir);
+  const made = await commitByGit({
+    dir,
+    base,
+    work: changed.filter((path) => !dispatchPath(path)),
+    dispatch: [...dispatch.values()],
+    message: options.message,
+    dispatchMessage: `${options.message.split('\n')[0]} (dispatch files)`,
+    author: options.author ?? identity.author,
+    committer: identity.committer,
+    time: Math.floor(Date.now() / 1000),
+  });
+  if (branch) await runGit(['update-ref', '-d', branch], { cwd: dir, allowFailure: true });
+  await pushRef({ dir, ref: options.ref, commit: made.commit });
+  const refused = made.refused.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return {
+    commit: made.commit,
+    workCommit: made.workCommit,
+    changed: await treesDiffer(dir, base, made.workCommit),
+    ref: options.ref,
+    refused,
+  };
 }
 
 /**
@@ -356,9 +409,10 @@ function filesUnder(dir: string, sub: string): string[] {
     .map((entry) => join(entry.parentPath ?? entry.path, entry.name).slice(dir.length + 1));
 }
 
-async function changedBetween(dir: string, from: string, to: string): Promise<string[]> {
-  const out = await readGit(['diff', '--name-only', '--no-renames', '-z', from, to, '--'], { cwd: dir });
-  return out.split('\0').filter(Boolean);
+/** The paths that differ between two commits, as git names them (bytes). */
+async function changedBetween(dir: string, from: string, to: string): Promise<Buffer[]> {
+  const args = ['diff', '--name-only', '--no-renames', '-z', from, to, '--'];
+  return nulFields((await runGitBytes(args, { cwd: dir })).stdout).filter((path) => path.length > 0);
 }
 
 async function treesDiffer(dir: string, a: string, b: string): Promise<boolean> {

@@ -97,7 +97,7 @@ export function describeGitFailure(
 
 interface RawRun {
   readonly exitCode: number | null;
-  readonly stdout: string;
+  readonly stdout: Buffer;
   readonly stderr: string;
   readonly truncated: boolean;
   readonly timedOut: boolean;
@@ -159,7 +159,7 @@ function spawnGit(args: readonly string[], options: GitOptions): Promise<RawRun>
       clearTimeout(timer);
       resolve({
         exitCode: code,
-        stdout: Buffer.concat(out).toString('utf8'),
+        stdout: Buffer.concat(out),
         stderr: Buffer.concat(err).toString('utf8'),
         truncated,
         timedOut,
@@ -175,6 +175,19 @@ function spawnGit(args: readonly string[], options: GitOptions): Promise<RawRun>
 }
 
 export async function runGit(args: readonly string[], options: GitOptions = {}): Promise<GitResult> {
+  const result = await runGitBytes(args, options);
+  return { ...result, stdout: result.stdout.toString('utf8') };
+}
+
+/** runGit() with stdout as git wrote it: paths that are not UTF-8 keep their bytes (read with `-z`). */
+export interface GitBytesResult extends Omit<GitResult, 'stdout'> {
+  readonly stdout: Buffer;
+}
+
+export async function runGitBytes(
+  args: readonly string[],
+  options: GitOptions = {},
+): Promise<GitBytesResult> {
   const fullArgs = options.cwd === undefined ? [...args] : ['-C', options.cwd, ...args];
   const started = Date.now();
   const result = await spawnGit(fullArgs, options);
@@ -193,7 +206,10 @@ export async function runGit(args: readonly string[], options: GitOptions = {}):
   if (exitCode !== 0 && !options.allowFailure) {
     throw new FlotillaError(
       'git/failed',
-      describeGitFailure(args, { stdout, stderr: stderr || (result.spawnError?.message ?? '') }),
+      describeGitFailure(args, {
+        stdout: stdout.toString('utf8'),
+        stderr: stderr || (result.spawnError?.message ?? ''),
+      }),
     );
   }
   return { exitCode, stdout, stderr, truncated: false };

@@ -1,6 +1,6 @@
 /** What an agent changed in its checkout, read from one `git status` relative to HEAD. */
 import { rmSync } from 'node:fs';
-import { FEW_PATHS, literalPathspec, runGit } from './git.js';
+import { FEW_PATHS, literalPathspec, runGitBytes } from './git.js';
 import { writeStatusIndex } from './index-file.js';
 
 /** flotilla's own by-products (prompts, results, archive): never the agent's work, never rolled back. */
@@ -11,9 +11,12 @@ export function isPlanningPath(path: string): boolean {
 }
 
 export interface ChangedFile {
+  /** The path as UTF-8; a name that is not UTF-8 has its bad bytes replaced (U+FFFD) here. */
   readonly path: string;
   /** True for a file git does not track (`??`): restoring it means deleting it. */
   readonly untracked: boolean;
+  /** The path's bytes as git wrote them, where they are not UTF-8: only git can be given this path. */
+  readonly bytes?: Buffer;
 }
 
 /** A checkout as one `git status` saw it: its HEAD and every path that differs from HEAD. */
@@ -35,41 +38,74 @@ const FIELDS_BEFORE_PATH: Readonly<Record<string, number>> = { '1': 8, '2': 9, u
 /**
  * Parses `git status --porcelain=v2 -z --branch`. A rename or copy record (`2`) is followed by its
  * source path, which counts as changed too (it was deleted or read from); both sides are reported.
- * Ignored records (`!`) are listed apart.
+ * Ignored records (`!`) are listed apart. Given git's bytes, a path that is not UTF-8 keeps them
+ * (ChangedFile.bytes).
  */
-export function parsePorcelainV2Z(output: string): WorktreeState {
-  const records = output.split('\0');
+export function parsePorcelainV2Z(output: string | Buffer): WorktreeState {
+  const bytes = typeof output === 'string' ? Buffer.from(output) : output;
+  const records = nulFields(bytes);
   let head: string | null = null;
   const changes: ChangedFile[] = [];
   const ignored: string[] = [];
   const seen = new Set<string>();
-  const add = (path: string, untracked: boolean) => {
-    if (path === '' || seen.has(path)) return;
-    seen.add(path);
-    changes.push({ path, untracked });
+  const add = (raw: Buffer | undefined, untracked: boolean) => {
+    if (raw === undefined || raw.length === 0) return;
+    const path = raw.toString('utf8');
+    const key = isUtf8(raw, path) ? path : raw.toString('latin1');
+    if (seen.has(key)) return;
+    seen.add(key);
+    changes.push(key === path ? { path, untracked } : { path, untracked, bytes: raw });
   };
   for (let i = 0; i < records.length; i++) {
-    const record = records[i] ?? '';
-    if (record.startsWith('# branch.oid ')) {
-      const oid = record.slice('# branch.oid '.length);
-      head = oid === '(initial)' ? null : oid;
+    const record = records[i] ?? Buffer.alloc(0);
+    if (record[0] === HASH) {
+      const line = record.toString('utf8');
+      if (line.startsWith('# branch.oid ')) {
+        const oid = line.slice('# branch.oid '.length);
+        head = oid === '(initial)' ? null : oid;
+      }
       continue;
     }
-    const kind = record[0] ?? '';
+    const kind = String.fromCharCode(record[0] ?? 0);
     const fields = FIELDS_BEFORE_PATH[kind];
-    if (fields === undefined || record[1] !== ' ') continue;
+    if (fields === undefined || record[1] !== SPACE) continue;
     let start = 0;
-    for (let n = 0; n < fields && start !== -1; n++) start = record.indexOf(' ', start + 1);
+    for (let n = 0; n < fields && start !== -1; n++) start = record.indexOf(SPACE, start + 1);
     if (start === -1) continue;
-    const path = record.slice(start + 1);
+    const path = record.subarray(start + 1);
     if (kind === '!') {
-      ignored.push(path);
+      ignored.push(path.toString('utf8'));
       continue;
     }
     add(path, kind === '?');
-    if (kind === '2') add(records[++i] ?? '', false);
+    if (kind === '2') add(records[++i], false);
   }
   return { head, changes, ignored };
+}
+
+const HASH = 0x23;
+const SPACE = 0x20;
+
+/** `bytes` split at each NUL (git's `-z` output), the empty field after the last NUL dropped. */
+export function nulFields(bytes: Buffer): Buffer[] {
+  const fields: Buffer[] = [];
+  let from = 0;
+  for (let nul = bytes.indexOf(0); nul !== -1; nul = bytes.indexOf(0, from)) {
+    fields.push(bytes.subarray(from, nul));
+    from = nul + 1;
+  }
+  if (from < bytes.length) fields.push(bytes.subarray(from));
+  return fields;
+}
+
+/** True when `raw` is UTF-8: `decoded` (its UTF-8 decoding) gives the same bytes back. */
+export function isUtf8(raw: Buffer, decoded = raw.toString('utf8')): boolean {
+  return !decoded.includes('\uFFFD') || Buffer.from(decoded).equals(raw);
+}
+
+/** The bytes of a changed path, as git named it. */
+export function pathBytes(change: Pick<ChangedFile, 'path' | 'bytes'>): Buffer {
+  return change.bytes ?? Buffer.from(change.path);
 }
 
 export interface ReadWorktreeOptions {
@@ -100,7 +136,7 @@ async function statusOf(
   untracked: boolean,
   indexFile: string | null,
 ): Promise<WorktreeState> {
-  const { stdout } = await runGit(
+  const { stdout } = await runGitBytes(
     [
       ...(only ? FEW_PATHS : []),
       'status',

@@ -14,7 +14,10 @@
  * adversarial names.
  */
 
-/** Why git refuses a path: each is one of the checks of `verify_path()`. */
+/**
+ * Why git refuses a path: each is one of the checks of `verify_path()`, but `no-commit`, which is
+ * `git add`'s (a nested repository with nothing checked out has no commit to record).
+ */
 export type PathRefusal =
   | 'empty-component'
   | 'dot-component'
@@ -22,7 +25,8 @@ export type PathRefusal =
   | 'hfs-dotgit'
   | 'ntfs-dotgit'
   | 'gitmodules-link'
-  | 'nul';
+  | 'nul'
+  | 'no-commit';
 
 const REASONS: Readonly<Record<PathRefusal, string>> = {
   'empty-component': 'it has an empty part (a leading, doubled or trailing `/`)',
@@ -32,6 +36,7 @@ const REASONS: Readonly<Record<PathRefusal, string>> = {
   'ntfs-dotgit': 'Windows would read a part of it as `.git` (`git~1`, trailing dots or spaces, a `:` stream)',
   'gitmodules-link': '`.gitmodules` may not be a symbolic link',
   nul: 'it holds a NUL byte',
+  'no-commit': 'it is a repository with no commit checked out, which `git add` cannot record',
 };
 
 /** A path git would not take, and the check of git's that refuses it. */
