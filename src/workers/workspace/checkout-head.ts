@@ -7,6 +7,7 @@
 import { type BigIntStats, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { lstatOrNull, readTextOr, storedIn } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 import { isObjectId } from './ref-files.js';
 
 /** The checkout's own git folder (a worktree's `.git` file names it). */
@@ -96,7 +97,7 @@ export function objectStores(dir: string): string[] {
  * tell or the lock is taken: the caller then runs git, which refuses a commit it cannot see.
  */
 export function writeDetachedHead(dir: string, commit: string): boolean {
-  if (!isObjectId(commit)) return false;
+  if (!isObjectId(commit) || !inProcessGit()) return false;
   const gitDir = gitDirOf(dir);
   // A reftable repository (git ≥ 2.45) keeps HEAD in its tables: the file would be ignored.
   if (present(join(commonDirOf(gitDir), 'reftable'))) return false;

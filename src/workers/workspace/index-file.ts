@@ -32,6 +32,7 @@ import {
 import { join } from 'node:path';
 import { detachedHead, gitDirOf } from './checkout-head.js';
 import { cachedWriteRules, closeQuietly, lstatOrNull, objectId } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 import {
   type Entries,
   entryBytes,
@@ -212,7 +213,7 @@ export interface FileSeen {
  * A caller that writes files first asks this before it does.
  */
 export async function indexWritable(dir: string, maxBytes = IN_PROCESS_MAX_BYTES): Promise<boolean> {
-  if (process.env.GIT_INDEX_FILE) return false;
+  if (process.env.GIT_INDEX_FILE || !inProcessGit()) return false;
   const gitDir = gitDirOf(dir);
   const rules = await cachedWriteRules(gitDir);
   if (rules.ignoreCase || !rules.modesTrusted) return false;
@@ -411,7 +412,7 @@ function removeLeftStatusIndexes(gitDir: string): void {
  * whose trees are read here, or the index is not in a form read here.
  */
 export async function writeStatusIndex(dir: string, paths: readonly string[]): Promise<string | null> {
-  if (process.env.GIT_INDEX_FILE) return null;
+  if (process.env.GIT_INDEX_FILE || !inProcessGit()) return null;
   try {
     const gitDir = gitDirOf(dir);
     const head = detachedHead(dir);

@@ -19,6 +19,7 @@ import {
   runGit,
 } from './git.js';
 import { cachedWriteRules, commitBody } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 import { housekeep } from './housekeep.js';
 import { looseMerge } from './loose-merge.js';
 import { lostCompareAndSwap, type MergeRequest, mergeCommitMessage, planBatch } from './merge-batch.js';
@@ -82,7 +83,8 @@ function placeOf(cache: RepoCache, missionId: string): Place {
   return {
     dir: remote ? cache.dir : cache.repo,
     // A local repo whose git directory could not be read: commit-tree, which finds it itself.
-    batch: objectBatchAt(remote ? join(cache.dir, '.git') : cache.localGitDir),
+    // FLOTILLA_GIT=cli: no batch, so merge-tree, commit-tree and update-ref do all of it.
+    batch: inProcessGit() ? objectBatchAt(remote ? join(cache.dir, '.git') : cache.localGitDir) : null,
     remote,
     branchRef: `refs/heads/${branch}`,
   };

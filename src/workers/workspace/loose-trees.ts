@@ -10,6 +10,7 @@
 import { objectStores, objectStoresOf } from './checkout-head.js';
 import { literalPathspec, runGit } from './git.js';
 import { readStoredObject } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 import { parseTree, type TreeRecord } from './loose-import.js';
 import { parseLsTree } from './monitored-paths.js';
 import type { ObjectBatch } from './object-batch.js';
@@ -52,7 +53,7 @@ export async function repoReader(gitDir: string, held?: ObjectBatch): Promise<Lo
 
 function looseReaderOf(stores: readonly string[], held?: ObjectBatch): LooseReader {
   const read = async (id: string, type: string): Promise<Buffer> => {
-    if (!isObjectId(id) || id.length !== 40) throw new GitMustAnswer(id);
+    if (!isObjectId(id) || id.length !== 40 || !inProcessGit()) throw new GitMustAnswer(id);
     const body = held?.read(id, type) ?? readStoredObject(stores, id, type);
     if (!body) throw new GitMustAnswer(id);
     return body;

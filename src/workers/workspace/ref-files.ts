@@ -25,6 +25,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { closeQuietly, exists, gitZone, lstatOrNull, type RepoWriteRules, readTextOr } from './git-files.js';
+import { inProcessGit } from './git-mode.js';
 
 const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
@@ -76,7 +77,7 @@ function plainRefName(ref: string): boolean {
  * attempt refs, which hold commits.
  */
 export async function readRefFile(gitDir: string, ref: string): Promise<RefFileValue> {
-  if (!plainRefName(ref)) return UNKNOWN;
+  if (!plainRefName(ref) || !inProcessGit()) return UNKNOWN;
   // A reftable repository keeps refs in a format of its own (git ≥ 2.45): git reads those.
   if (exists(join(gitDir, 'reftable'))) return UNKNOWN;
   return readRefValue(gitDir, ref);
@@ -163,7 +164,8 @@ export async function writeRefFile(
   id: string,
   options: WriteRefOptions = {},
 ): Promise<RefWrite> {
-  if (!plainRefName(ref) || !isObjectId(id) || exists(join(gitDir, 'reftable'))) return 'declined';
+  if (!inProcessGit() || !plainRefName(ref) || !isObjectId(id) || exists(join(gitDir, 'reftable')))
+    return 'declined';
   // git's update-ref also logs to HEAD's reflog when HEAD names the ref: git does that.
   if (readTextOr(join(gitDir, 'HEAD'), '').trim() === `ref: ${ref}`) return 'declined';
   const path = join(gitDir, ref);

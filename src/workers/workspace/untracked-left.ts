@@ -10,6 +10,7 @@
 import { type Dirent, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitDirOf } from './checkout-head.js';
+import { inProcessGit } from './git-mode.js';
 import { type EntryKind, readIndexKinds } from './index-file.js';
 import { keptMatcher } from './monitored-paths.js';
 
@@ -69,7 +70,7 @@ export const CHECKED_INDEX_BYTES = 256 * 1024;
  */
 export function leftUntracked(dir: string, keep: readonly string[]): boolean {
   const patterns = keptAsNames(keep);
-  if (!patterns) return true;
+  if (!patterns || !inProcessGit()) return true;
   const kept = keptMatcher(patterns);
   const tracked = readIndexKinds(join(gitDirOf(dir), 'index'), CHECKED_INDEX_BYTES);
   if (!tracked) return true;

@@ -11,7 +11,7 @@ import { attachedBranch, leftGitState } from './checkout-head.js';
 import type { CheckoutLease, CheckoutPool } from './checkout-pool.js';
 import { readDirRecord, recordDirs, removeDirRecord, scanSetting } from './dir-record.js';
 import { monitorFor } from './file-monitor.js';
-import { runGit } from './git.js';
+import { literalPathspec, runGit } from './git.js';
 import {
   cleanMark,
   emptyDispatchFolders,
@@ -66,10 +66,24 @@ export async function resetCheckout(
   if (holding || leftUntracked(dir, keep)) {
     await cleanAll(dir, holding ? [...keep, `/${DISPATCH_FOLDERS[1]}/`] : keep);
   }
-  await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
+  const checkedOut = await runGit(['checkout', '--quiet', '--force', '--detach', commit], { cwd: dir });
+  await cleanLeftRepositories(dir, checkedOut.stderr, keep);
   if (holding) await emptyDispatchFolders(dir);
   await recordWalked(dir, commit, keep, monitor !== null);
   return { how: 'whole-tree' };
+}
+
+/**
+ * A submodule or nested repository the target lacks is left by `git checkout` ("unable to rmdir
+ * 'nested': Directory not empty"): the clean ran while it was still tracked. Left, it would be the
+ * next attempt's untracked repository, committed again as a gitlink. git names each on stderr, so
+ * only those are cleaned (a name git printed with bytes that are not UTF-8: everything).
+ */
+async function cleanLeftRepositories(dir: string, stderr: string, keep: readonly string[]): Promise<void> {
+  const left = [...stderr.matchAll(/unable to rmdir '(.*)': Directory not empty/g)].map((m) => m[1] ?? '');
+  if (left.length === 0) return;
+  if (left.some((path) => path.includes('\uFFFD'))) return cleanAll(dir, keep);
+  await runGit(['clean', '-ffdxq', '--', ...left.map(literalPathspec)], { cwd: dir });
 }
 
 export interface ResetOutcome {

@@ -5,9 +5,10 @@
  * merge; an attempt commitAttempt() wrote passes this already, so this stops only a work commit
  * made some other way (a ref an agent pushed itself, a commit of an older flotilla).
  */
-import { readGit } from './git.js';
+import { runGitBytes } from './git.js';
 import { repoReader, treeDiff } from './loose-trees.js';
 import type { ObjectBatch } from './object-batch.js';
+import { nulFields } from './snapshot-changes.js';
 import { pathRefusal, type RefusedPath } from './verify-path.js';
 
 /** More changed files than this and git lists them. */
@@ -21,8 +22,8 @@ export async function refusedInWork(
 ): Promise<RefusedPath[]> {
   const changed = (batch ? await changedInProcess(batch, work) : null) ?? (await changedByGit(dir, work));
   const refused: RefusedPath[] = [];
-  for (const { path, mode } of changed) {
-    const refusal = pathRefusal(path, mode);
+  for (const { path, mode, bytes } of changed) {
+    const refusal = pathRefusal(bytes ?? path, mode);
     if (refusal) refused.push({ path, refusal });
   }
   return refused.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
@@ -31,6 +32,8 @@ export async function refusedInWork(
 interface ChangedFile {
   readonly path: string;
   readonly mode: string;
+  /** The path as git named it, checked as git checks it (a name that is not UTF-8 included). */
+  readonly bytes?: Buffer;
 }
 
 async function changedInProcess(batch: ObjectBatch, work: string): Promise<ChangedFile[] | null> {
@@ -48,14 +51,13 @@ async function changedInProcess(batch: ObjectBatch, work: string): Promise<Chang
 
 /** `git diff-tree -r -z` of the work against its first parent: `:<old> <new> <ids> <status>\0<path>\0`. */
 async function changedByGit(dir: string, work: string): Promise<ChangedFile[]> {
-  const out = await readGit(['diff-tree', '-r', '-z', '--no-renames', '--root', '--no-commit-id', work], {
-    cwd: dir,
-  });
-  const fields = out.split('\0');
+  const args = ['diff-tree', '-r', '-z', '--no-renames', '--root', '--no-commit-id', work];
+  const fields = nulFields((await runGitBytes(args, { cwd: dir })).stdout);
   const changed: ChangedFile[] = [];
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    const [, mode = '', , , status = ''] = (fields[i] ?? '').split(' ');
-    if (status !== 'D') changed.push({ path: fields[i + 1] ?? '', mode });
+    const [, mode = '', , , status = ''] = (fields[i]?.toString('latin1') ?? '').split(' ');
+    const bytes = fields[i + 1] ?? Buffer.alloc(0);
+    if (status !== 'D') changed.push({ path: bytes.toString('utf8'), mode, bytes });
   }
   return changed;
 }

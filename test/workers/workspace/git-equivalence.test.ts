@@ -1,12 +1,14 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { attemptRef } from '../../../src/shared/contracts.js';
+import { attemptRef, integrationBranch } from '../../../src/shared/contracts.js';
 import { commitAttempt } from '../../../src/workers/workspace/commit.js';
 import { runGit, runGitBytes } from '../../../src/workers/workspace/git.js';
+import { integrateAttempt } from '../../../src/workers/workspace/integrate.js';
 import { prepareWorkspace } from '../../../src/workers/workspace/prepare-workspace.js';
 import { openRepoCache } from '../../../src/workers/workspace/repo-cache.js';
+import { resetCheckout } from '../../../src/workers/workspace/warm-checkout.js';
 import { removeWorktree } from '../../../src/workers/workspace/worktree.js';
 import { checkoutAttempt } from '../../helpers/checkouts.js';
 
@@ -271,4 +273,100 @@ describe.each(modes)('commitAttempt, %s', (_mode, setting) => {
       await removeWorktree(checkout.dir);
     });
   });
+});
+
+/**
+ * Every name below `dir` but `.git` at its top, with each file's bytes or link's target (names
+ * read latin-1); flotilla's own empty `.planning/dispatch/` folders left out.
+ */
+async function filesOf(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (at: Buffer, prefix: string): Promise<void> => {
+    for (const entry of await readdir(at, { withFileTypes: true, encoding: 'buffer' })) {
+      const name = entry.name.toString('latin1');
+      if (prefix === '' && name === '.git') continue;
+      const full = Buffer.concat([at, Buffer.from('/'), entry.name]);
+      if (entry.isDirectory()) {
+        out.push(`${prefix}${name}/`);
+        await walk(full, `${prefix}${name}/`);
+      } else if (entry.isSymbolicLink()) out.push(`${prefix}${name} -> ${(await readlink(full)).toString()}`);
+      else out.push(`${prefix}${name}: ${(await readFile(full)).toString('latin1')}`);
+    }
+  };
+  await walk(Buffer.from(dir), '');
+  return out.filter((name) => !/^\.planning\/(dispatch\/(archive\/)?)?$/.test(name)).sort();
+}
+
+describe.each(modes)('onto the integration branch and back, %s', (_mode, setting) => {
+  it.each(cases.filter((c) => !c.name.includes('no commit')).map((c) => [c.name, c] as const))(
+    '%s: merged as merge-tree merges it, reset as a fresh checkout',
+    async (_name, c) => {
+      if (setting) process.env.FLOTILLA_GIT = setting;
+      else delete process.env.FLOTILLA_GIT;
+      const missionId = `eq${counter}`;
+      const { prepared, checkout, twin } = await setUp(c, missionId);
+      const outside = scratch('outside');
+      await c.change(checkout.dir, outside);
+      const ref = attemptRef(missionId, 't', 1);
+      const committed = await commitAttempt({
+        dir: checkout.dir,
+        message: 't: work',
+        ref,
+        baseCommit: checkout.baseCommit,
+        localRepo: prepared.repo,
+      });
+      // Another attempt merged first: the branch is one commit past the base.
+      const repo = prepared.repo;
+      const index = join(scratch('index'), 'index');
+      await mkdir(join(index, '..'), { recursive: true });
+      const env = { ...FIXED, GIT_INDEX_FILE: index };
+      await runGit(['read-tree', checkout.baseCommit], { cwd: repo, env });
+      const blob = (
+        await runGit(['hash-object', '-w', '--stdin'], { cwd: repo, input: 'other\n' })
+      ).stdout.trim();
+      await runGit(['update-index', '--add', '--cacheinfo', `100644,${blob},other-host.txt`], {
+        cwd: repo,
+        env,
+      });
+      const otherTree = (await runGit(['write-tree'], { cwd: repo, env })).stdout.trim();
+      const other = await git(repo, 'commit-tree', otherTree, '-p', checkout.baseCommit, '-m', 'other');
+      await git(repo, 'update-ref', `refs/heads/${integrationBranch(missionId)}`, other, checkout.baseCommit);
+      const expected = (await git(repo, 'merge-tree', '--write-tree', other, committed.workCommit)).split(
+        '\n',
+      )[0];
+
+      const cache = await openRepoCache({ repo, cacheDir: join(checkout.dir, '..', '..', 'cache-gate') });
+      const merged = await integrateAttempt({
+        cache,
+        missionId,
+        attemptId: 't/a1',
+        ref,
+        workCommit: committed.workCommit,
+        message: 't',
+      });
+      if (!merged.ok) throw new Error(`not merged: ${merged.conflict}`);
+      expect(await git(repo, 'rev-parse', `${merged.commit}^{tree}`)).toBe(expected);
+      expect(await git(repo, 'rev-parse', integrationBranch(missionId))).toBe(merged.commit);
+      expect(
+        (await runGit(['fsck', '--strict', '--no-dangling'], { cwd: repo, allowFailure: true })).exitCode,
+      ).toBe(0);
+
+      // The next lease's reset, to the merge and back to the base, leaves what a fresh checkout has.
+      await runGit(['fetch', '-q', 'origin'], { cwd: checkout.dir });
+      await resetCheckout(checkout.dir, merged.commit, []);
+      expect(await git(checkout.dir, 'rev-parse', 'HEAD')).toBe(merged.commit);
+      expect(await statusListing(checkout.dir)).toBe('');
+      await git(twin, 'fetch', '-q', 'origin', merged.commit);
+      await git(twin, 'checkout', '-q', '--force', '--detach', merged.commit);
+      expect(await indexListing(checkout.dir)).toBe(await indexListing(twin));
+      await resetCheckout(checkout.dir, checkout.baseCommit, []);
+      const fresh = scratch('fresh');
+      await git(root, 'clone', '-q', '--no-checkout', repo, fresh);
+      await git(fresh, 'checkout', '-q', '--detach', checkout.baseCommit);
+      expect(await filesOf(checkout.dir)).toEqual(await filesOf(fresh));
+      expect(await indexListing(checkout.dir)).toBe(await indexListing(fresh));
+      expect(await statusListing(checkout.dir)).toBe('');
+      await removeWorktree(checkout.dir);
+    },
+  );
 });
