@@ -18,9 +18,9 @@ import {
 } from '../shared/validation/schema-problems.js';
 import {
   formatPath,
-  lineOfPath,
   type PathSegment,
   parseYaml,
+  positionOfPath,
   unresolvedAliasLines,
   type YamlSource,
 } from '../shared/validation/yaml-lines.js';
@@ -106,9 +106,19 @@ async function load(
       code === 'EISDIR' ? 'expected a file, got a directory' : `cannot read: ${errorText(error)}`;
     return { problems: [{ file, path: '', message }], warnings: [] };
   }
+  const folders = { missionDir: path.dirname(path.resolve(file)), agentsDir: resolveAgentsDir(file, options) };
+  return checkText(file, text, folders, options);
+}
+
+async function checkText(
+  file: string,
+  text: string,
+  folders: { missionDir: string | null; agentsDir: string },
+  options: LoadMissionOptions,
+): Promise<LoadResult & { warnings: Problem[] }> {
   let result: LoadResult;
   try {
-    result = await checkMission(file, text, options);
+    result = await checkMission(file, text, folders, options);
   } catch (error) {
     // Hostile input can still trip a library (resource limits); that is the file's problem to
     // report, not a crash of the command.
@@ -119,6 +129,16 @@ async function load(
     problems: result.problems.map(tidyProblem),
     warnings: (result.warnings ?? []).map(tidyProblem),
   };
+}
+
+/**
+ * A mission file's text that came without a file (an HTTP request body): the same checks as a
+ * file, problems with line and column and no file name. With `dir: null` there is no folder to
+ * resolve a relative workspace from, so the workspace must be an absolute path or a URL.
+ */
+export async function checkMissionText(text: string, options: MissionObjectOptions = {}): Promise<LoadedMission> {
+  const { mission, problems, warnings } = await checkText('', text, objectFolders(options), options);
+  return mission ? { mission, problems, warnings } : { problems, warnings };
 }
 
 /** Messages quote the user's text; one problem must stay one readable line whatever that text holds. */
@@ -132,12 +152,17 @@ function tidyProblem(problem: Problem): Problem {
   return { ...problem, path: tidy(problem.path), message: tidy(problem.message) };
 }
 
-async function checkMission(file: string, text: string, options: LoadMissionOptions): Promise<LoadResult> {
+async function checkMission(
+  file: string,
+  text: string,
+  folders: { missionDir: string | null; agentsDir: string },
+  options: LoadMissionOptions,
+): Promise<LoadResult> {
   const { source, errors } = parseYaml(text);
   if (errors.length > 0) {
     const problems: Problem[] = errors
       .slice(0, MAX_SYNTAX_PROBLEMS)
-      .map((error) => ({ file, line: error.line, path: '', message: `invalid YAML: ${error.message}` }));
+      .map(({ line, column, message }) => ({ file, line, column, path: '', message: `invalid YAML: ${message}` }));
     if (errors.length > MAX_SYNTAX_PROBLEMS) {
       problems.push({
         file,
@@ -165,15 +190,10 @@ async function checkMission(file: string, text: string, options: LoadMissionOpti
 
   const raw: unknown = source.doc.toJS();
   if (!isRecord(raw)) {
-    const line = lineOfPath(source, []);
-    return { problems: [{ file, line, path: '', message: `${expectedTop}, got ${describeValue(raw)}` }] };
+    const message = `${expectedTop}, got ${describeValue(raw)}`;
+    return { problems: [{ file, ...positionOfPath(source, []), path: '', message }] };
   }
-  const checked = await checkValue(
-    raw,
-    path.dirname(path.resolve(file)),
-    resolveAgentsDir(file, options),
-    options,
-  );
+  const checked = await checkValue(raw, folders.missionDir, folders.agentsDir, options);
   const placed = (found: Found) => toProblem(file, source, found.path, found.message, found.at);
   const problems = sortByLine(checked.problems.map(placed));
   const warnings = checked.warnings.map(placed);
@@ -185,8 +205,17 @@ export interface MissionObjectOptions extends LoadMissionOptions {
   /**
    * The folder a relative `workspace` is resolved from, and whose `agents/` holds the personalities
    * when neither `agentsDir` nor `FLOTILLA_AGENTS` says otherwise; default the current directory.
+   * `null`: the mission came from nowhere on this machine (an HTTP request), so a relative
+   * workspace is a problem; agent files still come from `agentsDir`, `FLOTILLA_AGENTS` or `./agents`.
    */
-  readonly dir?: string;
+  readonly dir?: string | null;
+}
+
+function objectFolders(options: MissionObjectOptions): { missionDir: string | null; agentsDir: string } {
+  const missionDir = options.dir === null ? null : path.resolve(options.dir ?? process.cwd());
+  const chosen = options.agentsDir ?? process.env.FLOTILLA_AGENTS;
+  const agentsDir = chosen ? path.resolve(chosen) : path.join(missionDir ?? process.cwd(), 'agents');
+  return { missionDir, agentsDir };
 }
 
 /**
@@ -198,9 +227,7 @@ export async function checkMissionObject(
   input: unknown,
   options: MissionObjectOptions = {},
 ): Promise<LoadedMission> {
-  const dir = path.resolve(options.dir ?? process.cwd());
-  const chosen = options.agentsDir ?? process.env.FLOTILLA_AGENTS;
-  const agentsDir = chosen ? path.resolve(chosen) : path.join(dir, 'agents');
+  const { missionDir, agentsDir } = objectFolders(options);
   const atPath = (found: Found): Problem => ({
     file: '',
     path: formatPath(found.at ?? found.path),
@@ -212,7 +239,7 @@ export async function checkMissionObject(
       const message = `expected an object with goal and tasks, got ${describeValue(input)}`;
       return { problems: [{ file: '', path: '', message }], warnings: [] };
     }
-    checked = await checkValue(input, dir, agentsDir, options);
+    checked = await checkValue(input, missionDir, agentsDir, options);
   } catch (error) {
     // An object can hold what no file can (a getter that throws): its problem, not a crash.
     const message = `cannot be read as a mission: ${errorText(error)}`;
@@ -254,7 +281,7 @@ interface Checked {
 /** Schema, cross-task rules, agent files and workspace of a mission's parsed value, file or object. */
 async function checkValue(
   raw: Record<string, unknown>,
-  missionDir: string,
+  missionDir: string | null,
   agentsDir: string,
   options: LoadMissionOptions,
 ): Promise<Checked> {
@@ -265,12 +292,16 @@ async function checkValue(
   ];
   const agents = await readAgents(raw, agentsDir);
   problems.push(...agents.missing);
-  const workspace = await checkWorkspacePath(raw.workspace, missionDir);
+  const workspace =
+    missionDir === null
+      ? (relativeWorkspace(raw.workspace) ?? (await checkWorkspacePath(raw.workspace, rootDir())))
+      : await checkWorkspacePath(raw.workspace, missionDir);
   if (workspace) problems.push({ path: ['workspace'], message: workspace });
   const known = [...CAPABILITIES, ...(options.adapterCapabilities ?? [])];
   const warnings = capabilityWarnings(collectRuleTasks(raw), known);
   if (!parsed.success || problems.length > 0) return { problems, warnings };
-  return { mission: normalizeMission(parsed.data, missionDir, agentsDir, agents.texts), problems, warnings };
+  const base = missionDir ?? rootDir();
+  return { mission: normalizeMission(parsed.data, base, agentsDir, agents.texts), problems, warnings };
 }
 
 function normalizeMission(
@@ -307,6 +338,23 @@ async function checkWorkspacePath(workspace: unknown, missionDir: string): Promi
   const parent = path.dirname(where);
   if ((await pathKind(parent)) === 'directory') return undefined;
   return `no folder at ${where}, and its parent ${parent} does not exist either; create it, or fix the path (a missing workspace is made only inside an existing folder)`;
+}
+
+/** Without a folder every valid workspace is absolute or a URL, which resolve the same from anywhere. */
+function rootDir(): string {
+  return path.parse(process.cwd()).root;
+}
+
+/**
+ * A mission with no folder of its own (sent over HTTP) names its workspace so that it reads the
+ * same wherever it came from: an absolute path (a folder of the machine that submits, checked as
+ * a file's is) or a URL. Unset means `.`, which is relative.
+ */
+function relativeWorkspace(workspace: unknown): string | undefined {
+  if (workspace !== undefined && typeof workspace !== 'string') return undefined;
+  if (workspace !== undefined && (URL_LIKE.test(workspace) || path.isAbsolute(workspace))) return undefined;
+  const got = workspace === undefined ? 'nothing (which means .)' : `'${workspace}'`;
+  return `expected an absolute path or a URL (a mission sent without a folder has no folder to resolve a relative path from), got ${got}`;
 }
 
 async function pathKind(where: string): Promise<'directory' | 'other' | 'missing'> {
@@ -375,10 +423,10 @@ function toProblem(
   /** A deeper node than `at` to take the line from (the list item at fault). */
   lineAt: PathSegment[] = at,
 ): Problem {
-  const line = lineOfPath(source, lineAt);
-  return line === undefined
+  const place = positionOfPath(source, lineAt);
+  return place === undefined
     ? { file, path: formatPath(at), message }
-    : { file, line, path: formatPath(at), message };
+    : { file, line: place.line, column: place.column, path: formatPath(at), message };
 }
 
 function sortByLine(problems: Problem[]): Problem[] {

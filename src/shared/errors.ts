@@ -31,6 +31,8 @@ export interface Problem {
   /** '' for a mission given as an object: its `path` alone says where. */
   file: string;
   line?: number;
+  /** With `line`, where a YAML text puts the node at fault (counted from 1); data only, not in the message. */
+  column?: number;
   path: string;
   message: string;
 }

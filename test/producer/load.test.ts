@@ -298,8 +298,9 @@ describe('agents', () => {
     const { problems } = await loadMission(file);
     const looked = path.join(dir, 'm', 'agents', 'reviewer.md');
     expect(problems).toEqual([
-      { file, line: 3, path: 'tasks[0].agent', message: `no agent file at ${looked}` },
-      { file, line: 4, path: 'tasks[1].agent', message: `no agent file at ${looked}` },
+      // Column 44 is where `agent` starts in `  - { id: a, title: A, exit_criteria: [x], agent: … }`.
+      { file, line: 3, column: 44, path: 'tasks[0].agent', message: `no agent file at ${looked}` },
+      { file, line: 4, column: 44, path: 'tasks[1].agent', message: `no agent file at ${looked}` },
     ]);
   });
 });

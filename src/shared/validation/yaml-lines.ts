@@ -13,7 +13,14 @@ export interface YamlSource {
 
 export interface YamlSyntaxError {
   readonly line?: number;
+  readonly column?: number;
   readonly message: string;
+}
+
+/** A place in the text, both counted from 1 as editors show them. */
+export interface TextPosition {
+  readonly line: number;
+  readonly column: number;
 }
 
 export function parseYaml(text: string): { source: YamlSource; errors: YamlSyntaxError[] } {
@@ -23,12 +30,13 @@ export function parseYaml(text: string): { source: YamlSource; errors: YamlSynta
   const seen = new Set<string>();
   for (const error of doc.errors) {
     const line = error.linePos?.[0].line;
+    const column = error.linePos?.[0].col;
     const message = syntaxMessage(error.code, error.message);
     // A parser that gives up on deep nesting says so once per level; once per line is enough.
     const key = `${line}:${message}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    errors.push({ line, message });
+    errors.push(line === undefined ? { message } : { line, column, message });
   }
   return { source: { doc, lines }, errors };
 }
@@ -49,8 +57,13 @@ function syntaxMessage(code: string, message: string): string {
  * which is the line a person looks for even when the value is a block list below it.
  */
 export function lineOfPath(source: YamlSource, path: readonly PathSegment[]): number | undefined {
+  return positionOfPath(source, path)?.line;
+}
+
+/** Where the node at `path` starts (line and column), found as lineOfPath finds its line. */
+export function positionOfPath(source: YamlSource, path: readonly PathSegment[]): TextPosition | undefined {
   let node: unknown = source.doc.contents;
-  let line = lineAt(source, node);
+  let place = positionAt(source, node);
   for (const segment of path) {
     if (isAlias(node)) node = node.resolve(source.doc);
     if (isMap(node)) {
@@ -58,18 +71,18 @@ export function lineOfPath(source: YamlSource, path: readonly PathSegment[]): nu
         (item) => isScalar(item.key) && String(item.key.value) === String(segment),
       );
       if (!pair) break;
-      line = lineAt(source, pair.key) ?? line;
+      place = positionAt(source, pair.key) ?? place;
       node = pair.value;
     } else if (isSeq(node) && typeof segment === 'number') {
       const item = node.items[segment];
       if (item === undefined) break;
-      line = lineAt(source, item) ?? line;
+      place = positionAt(source, item) ?? place;
       node = item;
     } else {
       break;
     }
   }
-  return line;
+  return place;
 }
 
 /** The first line of each alias that names no anchor; yaml only notices these when converting. */
@@ -79,7 +92,7 @@ export function unresolvedAliasLines(source: YamlSource): { line?: number; name:
   while (pending.length > 0) {
     const node = pending.pop();
     if (isAlias(node) && node.resolve(source.doc) === undefined) {
-      found.push({ line: lineAt(source, node), name: node.source });
+      found.push({ line: positionAt(source, node)?.line, name: node.source });
     } else if (isMap(node)) {
       for (const pair of node.items) pending.push(pair.key, pair.value);
     } else if (isSeq(node)) {
@@ -99,9 +112,10 @@ export function formatPath(path: readonly PathSegment[]): string {
   return text;
 }
 
-function lineAt(source: YamlSource, node: unknown): number | undefined {
+function positionAt(source: YamlSource, node: unknown): TextPosition | undefined {
   if (typeof node !== 'object' || node === null || !('range' in node)) return undefined;
   const range = node.range;
   if (!Array.isArray(range) || typeof range[0] !== 'number') return undefined;
-  return source.lines.linePos(range[0]).line;
+  const { line, col } = source.lines.linePos(range[0]);
+  return { line, column: col };
 }
