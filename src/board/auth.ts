@@ -41,7 +41,7 @@ export function decideAuth(input: { host: string; user?: string; password?: stri
 }
 
 /** Hashing first gives both sides the same length, so the comparison takes the same time for any guess. */
-function sameSecret(a: string, b: string): boolean {
+export function sameSecret(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();
   const hb = createHash('sha256').update(b).digest();
   return timingSafeEqual(ha, hb);
@@ -73,18 +73,20 @@ export function basicAuth(credentials: Credentials) {
 
 /**
  * Browsers send Basic credentials with any request to the origin, including ones a foreign page
- * triggers; a state-changing request must therefore come from the board's own pages. Reads pass.
+ * triggers; a state-changing request must therefore come from the board's own pages (or from no
+ * browser at all: curl and scripts send no Origin). Reads pass.
  */
-export function sameOriginWrites(req: Request, res: Response, next: NextFunction): void {
-  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') {
-    next();
-    return;
-  }
+export function isCrossSiteWrite(req: Request): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return false;
   const origin = req.headers.origin;
   const site = req.headers['sec-fetch-site'];
   const host = req.headers.host;
   const foreignOrigin = origin !== undefined && (!host || !sameHost(origin, host));
-  if (foreignOrigin || (site !== undefined && site !== 'same-origin' && site !== 'none')) {
+  return foreignOrigin || (site !== undefined && site !== 'same-origin' && site !== 'none');
+}
+
+export function sameOriginWrites(req: Request, res: Response, next: NextFunction): void {
+  if (isCrossSiteWrite(req)) {
     res.status(403).type('text/plain').send('cross-site request refused\n');
     return;
   }

@@ -64,6 +64,9 @@ export class BoardQueues {
 
   private adapterFor(name: string): BullMQAdapter {
     const queue = new Queue(name, { connection: this.redis, prefix: this.prefix });
+    // BullMQ re-emits the shared connection's errors on every queue, and one without a listener
+    // prints a stack trace per queue per reconnect while Redis is down; requests still fail (503).
+    queue.on('error', () => {});
     this.queues.set(name, queue);
     return new BullMQAdapter(queue, { readOnlyMode: this.readOnly, allowRetries: !this.readOnly });
   }

@@ -8,6 +8,9 @@ import { QueueSet } from '../shared/queue/queues.js';
 import type { RedisClient } from '../shared/redis.js';
 import { MissionStore } from '../shared/store/mission-store.js';
 import { listHosts } from '../shared/store/registry.js';
+import { type ApiAccess, decideApiAccess } from './api/access.js';
+import { API_BASE } from './api/openapi.js';
+import { type ApiOptions, createApiRouter } from './api/router.js';
 import { basicAuth, decideAuth, sameOriginWrites } from './auth.js';
 import { BoardQueues } from './board-queues.js';
 import { createMetricsCollector } from './collect-metrics.js';
@@ -45,11 +48,18 @@ export interface BoardServerOptions {
   readonly verdicts?: { readonly secret: string | undefined };
   /** Where request errors are reported (the page shows only a short message). */
   readonly onError?: (error: unknown) => void;
+  /**
+   * The HTTP API at /api/v1 (api/router.ts), given the producer's client it submits with and the
+   * bearer token (FLOTILLA_API_TOKEN). Without this option the board has no API.
+   */
+  readonly api?: Omit<ApiOptions, 'access' | 'onError'> & { readonly token?: string };
 }
 
 export interface BoardServer {
   readonly url: string;
   readonly authRequired: boolean;
+  /** Who may use /api/v1; undefined when the board has no API. */
+  readonly api?: ApiAccess;
   readonly queueNames: () => string[];
   close(): Promise<void>;
 }
@@ -140,6 +150,18 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
     res.setHeader('X-Frame-Options', 'DENY');
     next();
   });
+  // Before the board's Basic auth: the API has its own (a bearer token), and JSON errors.
+  const api = options.api
+    ? decideApiAccess({
+        host: options.host,
+        token: options.api.token,
+        boardCredentials: credentials !== null,
+      })
+    : undefined;
+  if (options.api && api) {
+    const { token: _token, ...apiOptions } = options.api;
+    app.use(API_BASE, createApiRouter({ ...apiOptions, access: api, onError: options.onError }));
+  }
   if (credentials) app.use(basicAuth(credentials));
   app.use(sameOriginWrites);
 
@@ -306,6 +328,7 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
   return {
     url: urlFor(address),
     authRequired: credentials !== null,
+    ...(api ? { api } : {}),
     queueNames: () => queues.names(),
     close() {
       closing ??= (async () => {

@@ -100,7 +100,7 @@ export const OPERATE_COMMANDS: readonly CommandSpec[] = [
     args: '',
     maxPositionals: 0,
     summary:
-      'Bull Board for every flotilla queue, plus the mission view (graph, gates, scores) and metrics, until stopped. Beyond loopback it needs FLOTILLA_BOARD_USER and FLOTILLA_BOARD_PASSWORD.',
+      'Bull Board for every flotilla queue, plus the mission view (graph, gates, scores), metrics and the HTTP API at /api/v1 (submit, status, events, cancel, answer; OpenAPI at /api/v1/openapi.json), until stopped. Beyond loopback it needs FLOTILLA_BOARD_USER and FLOTILLA_BOARD_PASSWORD, and its API needs FLOTILLA_API_TOKEN (sent as Authorization: Bearer <token>).',
     options: {
       port: { type: 'string', value: 'N', help: 'port to listen on (default 3000)' },
       host: { type: 'string', value: 'ADDR', help: 'address to bind (default 127.0.0.1)' },

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, loadConfig, PACKAGE_ROOT } from '../shared/config.js';
 import { exitCodeFor, FlotillaError, formatProblem, isFlotillaError } from '../shared/errors.js';
+import { describeLostRedis, isRedisConnectionError } from '../shared/redis-lost.js';
 import { closestKey } from '../shared/validation/schema-problems.js';
 import { formatCommandHelp, parseCommand, usageLine, wantsHelp, wrap } from './command-spec.js';
 import { COMMANDS, findCommand } from './command-table.js';
 import { type Io, processIo } from './io.js';
-import { describeLostRedis, isRedisConnectionError } from './redis-lost.js';
 
 /** The environment variables flotilla reads; help and the README list the same set. */
 export const ENVIRONMENT = [

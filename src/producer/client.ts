@@ -172,6 +172,17 @@ export class FlotillaClient {
     id: string,
     options: { signal?: AbortSignal; pollMs?: number } = {},
   ): AsyncGenerator<MissionEvent, void, undefined> {
+    for await (const entry of this.eventEntries(id, options)) yield entry.event;
+  }
+
+  /**
+   * `events()` with each event's Redis stream id, starting after `after` (a stream id, default the
+   * beginning): what the board's Server-Sent Events send as `id:` and resume from on `Last-Event-ID`.
+   */
+  async *eventEntries(
+    id: string,
+    options: { signal?: AbortSignal; pollMs?: number; after?: string } = {},
+  ): AsyncGenerator<{ id: string; event: MissionEvent }, void, undefined> {
     const { signal } = options;
     if (signal?.aborted) return;
     if (!(await this.store.missionExists(id)))
@@ -184,7 +195,7 @@ export class FlotillaClient {
     const stop = () => reader.disconnect();
     signal?.addEventListener('abort', stop, { once: true });
     const readerStore = new MissionStore(reader, this.store.prefix, this.config.secret);
-    let last = '0';
+    let last = options.after ?? '0';
     try {
       while (!signal?.aborted) {
         let events: Awaited<ReturnType<MissionStore['readEvents']>>;
@@ -194,10 +205,10 @@ export class FlotillaClient {
           if (signal?.aborted) return;
           throw error;
         }
-        for (const { id: entryId, event } of events) {
+        for (const entry of events) {
           if (signal?.aborted) return;
-          last = entryId;
-          yield event;
+          last = entry.id;
+          yield entry;
         }
         // Finalize writes the summary before its `mission` event, so the summary is read only when
         // that event came, or when nothing came at all (a trimmed stream): not once per event.

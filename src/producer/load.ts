@@ -106,7 +106,10 @@ async function load(
       code === 'EISDIR' ? 'expected a file, got a directory' : `cannot read: ${errorText(error)}`;
     return { problems: [{ file, path: '', message }], warnings: [] };
   }
-  const folders = { missionDir: path.dirname(path.resolve(file)), agentsDir: resolveAgentsDir(file, options) };
+  const folders = {
+    missionDir: path.dirname(path.resolve(file)),
+    agentsDir: resolveAgentsDir(file, options),
+  };
   return checkText(file, text, folders, options);
 }
 
@@ -136,7 +139,10 @@ async function checkText(
  * file, problems with line and column and no file name. With `dir: null` there is no folder to
  * resolve a relative workspace from, so the workspace must be an absolute path or a URL.
  */
-export async function checkMissionText(text: string, options: MissionObjectOptions = {}): Promise<LoadedMission> {
+export async function checkMissionText(
+  text: string,
+  options: MissionObjectOptions = {},
+): Promise<LoadedMission> {
   const { mission, problems, warnings } = await checkText('', text, objectFolders(options), options);
   return mission ? { mission, problems, warnings } : { problems, warnings };
 }
@@ -160,9 +166,13 @@ async function checkMission(
 ): Promise<LoadResult> {
   const { source, errors } = parseYaml(text);
   if (errors.length > 0) {
-    const problems: Problem[] = errors
-      .slice(0, MAX_SYNTAX_PROBLEMS)
-      .map(({ line, column, message }) => ({ file, line, column, path: '', message: `invalid YAML: ${message}` }));
+    const problems: Problem[] = errors.slice(0, MAX_SYNTAX_PROBLEMS).map(({ line, column, message }) => ({
+      file,
+      line,
+      column,
+      path: '',
+      message: `invalid YAML: ${message}`,
+    }));
     if (errors.length > MAX_SYNTAX_PROBLEMS) {
       problems.push({
         file,

@@ -54,6 +54,11 @@ const envSchema = z.object({
   FLOTILLA_BOARD_PASSWORD: z.string().optional(),
   /** Signs webhook bodies (`notify:`, X-Flotilla-Signature-256) on the hosts that deliver them. */
   FLOTILLA_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /**
+   * The bearer token of the board's HTTP API (/api/v1). Unset, the API answers only when the board
+   * itself needs no credentials (loopback, no board user); it is never logged nor seen by a child.
+   */
+  FLOTILLA_API_TOKEN: z.string().optional(),
   /** Host caches (repo clones, warm checkouts) and, without REDIS_URL, the machine's Redis (`redis/`). */
   FLOTILLA_HOME: z.string().optional(),
   /**
@@ -118,6 +123,8 @@ export interface Config {
   readonly boardUser?: string;
   readonly boardPassword?: string;
   readonly webhookSecret?: string;
+  /** FLOTILLA_API_TOKEN: `Authorization: Bearer …` for the board's API; '' counts as unset. */
+  readonly apiToken?: string;
   readonly home: string;
   readonly cacheMaxAgeMs: number;
   readonly lockMs: number;
@@ -154,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     boardUser: e.FLOTILLA_BOARD_USER,
     boardPassword: e.FLOTILLA_BOARD_PASSWORD,
     webhookSecret: e.FLOTILLA_WEBHOOK_SECRET,
+    apiToken: e.FLOTILLA_API_TOKEN || undefined,
     home: resolve(e.FLOTILLA_HOME ?? join(homedir(), '.cache', 'flotilla')),
     cacheMaxAgeMs: e.FLOTILLA_CACHE_DAYS * 86_400_000,
     lockMs: e.FLOTILLA_LOCK_MS,

@@ -6,8 +6,8 @@ import { COMMANDS, findCommand } from '../../src/cli/command-table.js';
 import { decidePrune } from '../../src/cli/commands/prune.js';
 import { formatLogLine } from '../../src/cli/human-log.js';
 import { ENVIRONMENT, formatHelp } from '../../src/cli/main.js';
-import { describeLostRedis, isRedisConnectionError } from '../../src/cli/redis-lost.js';
 import { isFlotillaError } from '../../src/shared/errors.js';
+import { describeLostRedis, isRedisConnectionError } from '../../src/shared/redis-lost.js';
 import { ROOT } from '../helpers/flotilla.js';
 
 /** The command table is the one description of the CLI: help, parsing and the README all follow it. */

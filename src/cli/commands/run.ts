@@ -4,13 +4,13 @@ import type { Config } from '../../shared/config.js';
 import type { MissionStatusJson } from '../../shared/contracts.js';
 import { FlotillaError, formatProblem, isFlotillaError } from '../../shared/errors.js';
 import { chooseRedis, type HomeRedis } from '../../shared/home-redis.js';
+import { describeLostRedis, isRedisConnectionError } from '../../shared/redis-lost.js';
 import { listHosts, routableHosts } from '../../shared/store/registry.js';
 import { redactUrlCredentials } from '../../shared/url-credentials.js';
 import { type Host, startHost } from '../../workers/host/host.js';
 import { exitCodeForStatus, followMission } from '../follow.js';
 import { createHumanLogger } from '../human-log.js';
 import type { Io } from '../io.js';
-import { describeLostRedis, isRedisConnectionError } from '../redis-lost.js';
 import { adapterCapabilities, formatUnservable, noCliMessage, unservableTasks } from '../run-preflight.js';
 
 export interface RunArgs {

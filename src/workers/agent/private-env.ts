@@ -7,7 +7,7 @@
  * password a wrapper script exported twice): the variables flotilla and Redis's own tools read are
  * dropped by name, and any variable whose value carries one of the values the host holds (its
  * Redis URL and that URL's password, the job secret, the signing key's path, the board password,
- * a git credential taken out of a workspace URL) is dropped by value.
+ * the API token, a git credential taken out of a workspace URL) is dropped by value.
  */
 
 /**
@@ -25,6 +25,7 @@ export const PRIVATE_ENV: readonly string[] = [
   'FLOTILLA_BOARD_USER',
   'FLOTILLA_BOARD_PASSWORD',
   'FLOTILLA_WEBHOOK_SECRET',
+  'FLOTILLA_API_TOKEN',
   'FLOTILLA_HOME',
 ];
 

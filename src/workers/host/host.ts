@@ -117,6 +117,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     config.signingKeyFile,
     config.boardPassword,
     config.webhookSecret,
+    config.apiToken,
   ]);
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
   if (options.sandbox) {

@@ -85,6 +85,7 @@ describe('the environment of every child of a host', () => {
     const secret = token();
     const boardUser = `board-${token()}`;
     const boardPassword = token();
+    const apiToken = token();
     const env: Record<string, string | undefined> = {
       PATH: `${SIM_BIN}${delimiter}${process.env.PATH ?? ''}`,
       FLOTILLA_HOME: home,
@@ -95,6 +96,7 @@ describe('the environment of every child of a host', () => {
       FLOTILLA_SIGNING_KEY: signingKey,
       FLOTILLA_BOARD_USER: boardUser,
       FLOTILLA_BOARD_PASSWORD: boardPassword,
+      FLOTILLA_API_TOKEN: apiToken,
       REDISCLI_AUTH: password,
       LOG_LEVEL: 'silent',
       REDIS_URL: redisUrl,
@@ -102,8 +104,9 @@ describe('the environment of every child of a host', () => {
       DEPLOY_REDIS: redisUrl ?? 'unset',
       WRAPPER_SECRET_COPY: secret,
       BOARD_LOGIN: `${boardUser}:${boardPassword}`,
+      CI_BEARER: `Bearer ${apiToken}`,
     };
-    const values = [secret, signingKey, boardUser, boardPassword, password];
+    const values = [secret, signingKey, boardUser, boardPassword, apiToken, password];
     if (redisUrl) values.push(redisUrl);
     return { env, values };
   }

@@ -13,6 +13,7 @@ describe('childEnv', () => {
     'FLOTILLA_SIGNING_KEY',
     'FLOTILLA_BOARD_PASSWORD',
     'FLOTILLA_BOARD_USER',
+    'FLOTILLA_API_TOKEN',
     'FLOTILLA_HOME',
   ])('keeps %s from agent CLIs and exit criteria', (name) => {
     vi.stubEnv(name, 'private');
