@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { chmod, link, mkdir, open, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -146,10 +147,13 @@ async function leave(lease: Redis): Promise<void> {
       await lease.quit();
       return;
     }
-    const pid = Number(/process_id:(\d+)/.exec(await lease.info('server'))?.[1]);
+    // The server closes its connections as it exits, after writing the append-only file out and
+    // removing its socket. Its pid is no sign: an orphaned server whose parent is gone stays a
+    // zombie where nothing reaps it (a container's init), and kill(pid, 0) succeeds on a zombie.
+    const closed = new Promise<void>((resolve) => lease.once('end', () => resolve()));
     await lease.call('SHUTDOWN').catch(() => undefined);
+    await Promise.race([closed, sleep(EXIT_TIMEOUT_MS)]);
     lease.disconnect();
-    if (pid) await waitForExit(pid);
   } catch {
     // The server went away under us: nothing to stop.
     lease.disconnect();
@@ -313,18 +317,19 @@ async function staleLock(file: string): Promise<boolean> {
   }
 }
 
+/** A process that exists and is not a zombie (one that has exited but was never reaped). */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-async function waitForExit(pid: number): Promise<void> {
-  const deadline = Date.now() + EXIT_TIMEOUT_MS;
-  while (alive(pid) && Date.now() < deadline) await sleep(20);
+  try {
+    // /proc/<pid>/stat: "pid (comm) state …"; where there is no /proc, kill() has the last word.
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
 
 function describeEnd(end: End): string {

@@ -285,6 +285,65 @@ describe('flotilla without REDIS_URL: the home keeps a private Redis that rememb
     expect(status.stdout).toMatch(/quick-mission-\S+\s+done/);
   });
 
+  it('a worker and submit with no REDIS_URL meet on the home Redis, signed', async () => {
+    const m = await machine();
+    const worker = start(['worker', '--adapters', SIM_ADAPTERS, '--host-id', 'here'], {
+      ...m.env,
+      LOG_LEVEL: 'info',
+    });
+    children.push(worker);
+    await until('the worker to serve', async () => (await m.flotilla('hosts')).stdout.includes('here')).catch(
+      async (error: Error) => {
+        const listing = await readdir(join(m.home, 'redis')).catch(() => []);
+        const last = await m.flotilla('hosts');
+        throw new Error(
+          `${error.message}: ${worker.stdout}${worker.stderr} ${listing.join(',')} ${last.stdout} ${last.stderr}`,
+        );
+      },
+    );
+    const file = await m.write(
+      mission('submitted mission', [{ id: 'one', steps: '- write: {path: one.txt, content: one}' }]),
+    );
+    const submitted = await m.flotilla('submit', file, '--wait', '--json');
+    expect(submitted.exitCode, submitted.stderr).toBe(0);
+    expect(JSON.parse(submitted.stdout.trim().split('\n').at(-1) ?? '')).toMatchObject({
+      status: 'done',
+      tasks: [{ id: 'one', status: 'completed' }],
+    });
+    const { id } = JSON.parse(submitted.stdout.trim().split('\n').at(-1) ?? '') as { id: string };
+    worker.child.kill('SIGTERM');
+    expect(await worker.exit, worker.stderr).toBe(0);
+    expect(`${worker.stdout}${worker.stderr}`).not.toContain(UNSIGNED_WARNING);
+    // The mission is in the home's append-only file, not in some other Redis.
+    const aof = join(m.home, 'redis', 'appendonlydir');
+    const written = await Promise.all(
+      (await readdir(aof)).map((name) => readFile(join(aof, name), 'latin1')),
+    );
+    expect(written.join('')).toContain(id);
+    expect(await homeServers(m.home)).toEqual([]);
+  });
+
+  it('a server killed outright under a run: run exits 3, and the next command starts it again with the mission', async () => {
+    const m = await machine();
+    const file = await m.write(mission('crashed mission', [{ id: 'slow', steps: '- sleep: 60s' }]));
+    const run = m.startRun(file);
+    const id = await until('the slow task to run', () =>
+      / slow a1 +running /.test(run.stdout) ? /mission (\S+) submitted/.exec(run.stdout)?.[1] : undefined,
+    );
+    // Past the append-only file's once-a-second fsync, so the submit is on disk.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const [pid] = await homeServers(m.home);
+    expect(pid, 'the home redis-server').toBeDefined();
+    process.kill(pid ?? -1, 'SIGKILL');
+    expect(await run.exit).toBe(3);
+    expect(run.stderr).toContain('the private redis-server was stopped by SIGKILL; the mission cannot go on');
+    // Its socket and pid file are left behind; the next command starts a server over them.
+    const status = await m.flotilla('status', id, '--json');
+    expect(status.exitCode, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ id, goal: 'crashed mission' });
+    expect(await homeServers(m.home)).toEqual([]);
+  });
+
   it('prune takes old missions out of the home Redis and its append-only file', async () => {
     const m = await machine();
     const big = `- write: {path: big.txt, content: ${'x'.repeat(200_000)}}`;
