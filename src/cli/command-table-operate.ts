@@ -3,12 +3,37 @@ import { adapters, json } from './command-options.js';
 import { type CommandSpec, positiveInt, required, stringOption } from './command-spec.js';
 import { adaptersCheck } from './commands/adapters-check.js';
 import { detect } from './commands/detect.js';
+import { logs } from './commands/logs.js';
 import { hosts } from './commands/missions.js';
 import { prune } from './commands/prune.js';
 import { validate } from './commands/validate.js';
 
 /** The diagnostics and operating commands, listed after the mission commands (command-table.ts). */
 export const OPERATE_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'logs',
+    brief: "a task's live CLI output, from any machine",
+    args: '<id> <task>',
+    maxPositionals: 2,
+    summary:
+      "Prints what the task's agent CLI prints, on whichever host it runs (its stdout on stdout, its stderr on stderr), read from Redis: with --follow until the run ends. Once an attempt has ended, the end of its output as the audit trail keeps it.",
+    options: {
+      follow: { type: 'boolean', help: 'keep reading until the run ends (waits for a task not started yet)' },
+      attempt: { type: 'string', value: 'N', help: "that attempt's output (default the current one)" },
+    },
+    examples: ['flotilla logs <id> api --follow', 'flotilla logs <id> api --attempt 1'],
+    run: ({ positionals, values }, { config, io }) =>
+      logs(
+        {
+          id: required({ name: 'logs' }, positionals[0], 'the mission id'),
+          task: required({ name: 'logs' }, positionals[1], 'the task id'),
+          follow: values.follow === true,
+          ...(values.attempt !== undefined ? { attempt: positiveInt(values.attempt, 'attempt', 1) } : {}),
+        },
+        config(),
+        io,
+      ),
+  },
   {
     name: 'detect',
     brief: 'which agent CLIs this machine has',

@@ -13,7 +13,7 @@ import type { Io } from '../io.js';
 import { renderTable } from '../progress.js';
 import { adapterCapabilities } from '../run-preflight.js';
 
-async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(config: Config, fn: (client: FlotillaClient) => Promise<T>): Promise<T> {
   const client = await FlotillaClient.connect({ config });
   try {
     return await fn(client);

@@ -5,6 +5,7 @@ import type { RedisClient } from '../redis.js';
 import { type AuditInput, AuditLog } from './audit-log.js';
 import { Cluster, type ControlMessage } from './cluster.js';
 import { EventStream, type NewMissionEvent } from './events.js';
+import { type LiveRef, liveOutputExists, liveWriter, readLiveOutput } from './live-output.js';
 import { Missions, type NewMission } from './missions.js';
 import { type ReleaseItem, Transitions } from './transitions.js';
 
@@ -26,7 +27,7 @@ export class MissionStore {
   private readonly cluster: Cluster;
 
   constructor(
-    redis: RedisClient,
+    private readonly redis: RedisClient,
     readonly prefix: string,
     secret?: string,
   ) {
@@ -35,6 +36,20 @@ export class MissionStore {
     this.trail = new AuditLog(redis, prefix);
     this.events = new EventStream(redis, prefix);
     this.cluster = new Cluster(redis, prefix);
+  }
+
+  // A running CLI's live output (live-output.ts).
+
+  liveWriter(ref: LiveRef) {
+    return liveWriter(this.redis, this.prefix, ref);
+  }
+
+  readLiveOutput(ref: LiveRef, lastId: string, blockMs: number) {
+    return readLiveOutput(this.redis, this.prefix, ref, lastId, blockMs);
+  }
+
+  liveOutputExists(ref: LiveRef) {
+    return liveOutputExists(this.redis, this.prefix, ref);
   }
 
   // The mission's record (missions.ts).

@@ -1,5 +1,6 @@
 import type { Adapter } from '../../shared/adapter.js';
 import { renderAuditEvent } from '../../shared/audit.js';
+import type { LiveRef } from '../../shared/store/live-output.js';
 import { type AgentRun, type InvokeInput, invokeAgent, type OriginChange } from '../agent/invoke.js';
 import type { HostContext } from './context.js';
 import { recordStage } from './record.js';
@@ -9,17 +10,47 @@ import { recordStage } from './record.js';
  * guards flotilla's own directories, applies `--sandbox` and the operator's output cap
  * (FLOTILLA_MAX_OUTPUT). Run and critic both use this.
  */
-export function invokeOnHost(
+export async function invokeOnHost(
   ctx: HostContext,
   input: Omit<InvokeInput, 'groups' | 'flotillaDirs' | 'sandbox' | 'maxOutputBytes'>,
+  /** The attempt whose output `flotilla logs` and the board may follow while it runs. */
+  live?: LiveRef,
 ): Promise<AgentRun> {
-  return invokeAgent({
+  const tee = live ? ctx.store.liveWriter(live) : null;
+  const run = invokeAgent({
     ...input,
+    ...(tee
+      ? {
+          onChunk: (stream: 'stdout' | 'stderr', chunk: Uint8Array) => {
+            tee.push(stream, chunk);
+            input.onChunk?.(stream, chunk);
+          },
+        }
+      : {}),
     ...(ctx.config.maxOutputBytes !== undefined ? { maxOutputBytes: ctx.config.maxOutputBytes } : {}),
     groups: ctx.cliGroups,
     flotillaDirs: [ctx.config.home],
     ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
   });
+  if (!tee) return run;
+  try {
+    const done = await run;
+    const o = done.outcome;
+    await tee.end(endOf(o));
+    return done;
+  } catch (error) {
+    await tee.end('failed to run');
+    throw error;
+  }
+}
+
+/** How a run ended, in the words `flotilla logs` prints after its output. */
+function endOf(o: AgentRun['outcome']): string {
+  if (o.spawnError) return `could not start: ${o.spawnError}`;
+  if (o.outputCapped !== undefined) return `stopped by flotilla: printed more than ${o.outputCapped} bytes`;
+  if (o.timedOut) return 'timed out';
+  if (o.cancelled) return 'cancelled';
+  return o.exitCode === null ? 'killed' : `exited ${o.exitCode}`;
 }
 
 /** At most this many paths in a host log line; the audit event keeps them all. */

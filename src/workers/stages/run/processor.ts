@@ -216,15 +216,19 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
     log,
     ...(input.checkpoints.resumedTree ? { resumedTree: input.checkpoints.resumedTree } : {}),
   });
-  const run = await invokeOnHost(ctx, {
-    adapter,
-    cwd: dir,
-    paths,
-    prompt,
-    model,
-    timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
-    signal: input.signal,
-  }).finally(() => checkpoints.stop());
+  const run = await invokeOnHost(
+    ctx,
+    {
+      adapter,
+      cwd: dir,
+      paths,
+      prompt,
+      model,
+      timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+      signal: input.signal,
+    },
+    { missionId, taskId, attempt },
+  ).finally(() => checkpoints.stop());
   if (run.invocation.note) log.info(run.invocation.note);
   const escaped =
     run.origin &&
