@@ -3,6 +3,7 @@ import { parseLabel } from '../workers/agent/host-facts.js';
 import { adapters, internal, slots } from './command-options.js';
 import { type CommandSpec, listOption, positiveInt, required, stringOption } from './command-spec.js';
 import { OPERATE_COMMANDS } from './command-table-operate.js';
+import { deliver } from './commands/deliver.js';
 import { answer, approve, cancel, report, status, submit } from './commands/missions.js';
 import { receipt, verify } from './commands/receipt.js';
 import { run } from './commands/run.js';
@@ -283,6 +284,24 @@ const MISSION_COMMANDS: readonly CommandSpec[] = [
           ...(typeof values.reject === 'string' ? { reject: values.reject } : {}),
           ...(typeof values.by === 'string' ? { by: values.by } : {}),
         },
+        config(),
+        io,
+      ),
+  },
+  {
+    name: 'deliver',
+    brief: 'push a finished mission and open its pull request again',
+    args: '<id>',
+    maxPositionals: 1,
+    summary:
+      "One more try of a finished mission's deliver: (after the hosts' tries failed, or to push again): pushes the integration branch and opens or updates its pull request from this machine, with its git credentials and FLOTILLA_FORGE_TOKEN (or GITHUB_TOKEN, GITLAB_TOKEN, GITEA_TOKEN); the status JSON, the audit trail and the summary record it. Exit 0 delivered, 1 failed again.",
+    options: {
+      json: { type: 'boolean', help: "the status JSON's delivery object as the last line of stdout" },
+    },
+    examples: ['flotilla deliver <id>', 'FLOTILLA_FORGE_TOKEN=… flotilla deliver <id> --json'],
+    run: ({ values, positionals }, { config, io }) =>
+      deliver(
+        { id: required({ name: 'deliver' }, positionals[0], 'the mission id'), json: values.json === true },
         config(),
         io,
       ),

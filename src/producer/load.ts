@@ -6,6 +6,7 @@ import {
   type MissionFile,
   type MissionSpec,
   missionSchema,
+  normalizeDeliver,
   normalizeNotify,
   normalizeTask,
   taskSchema,
@@ -330,6 +331,7 @@ function normalizeMission(
     agentsDir,
     agents,
     tasks: data.tasks.map((task) => normalizeTask(task, data.defaults, data)),
+    ...(data.deliver ? { deliver: normalizeDeliver(data.deliver) } : {}),
   };
 }
 

@@ -13,6 +13,7 @@ export const AUDIT_STAGES = [
   'answer',
   'cancel',
   'mission',
+  'delivery',
 ] as const;
 export type AuditStage = (typeof AUDIT_STAGES)[number];
 
@@ -167,6 +168,27 @@ export type AuditEvent =
       readonly waitedMs?: number;
     }
   | { readonly kind: 'answer'; readonly text: string }
+  /**
+   * One step of the mission's delivery (`deliver:`, stages/deliver/): the branch pushed, a pull
+   * request opened or updated, a try that failed (and whether another follows), or none at all.
+   * Written after the receipt is signed, which therefore covers the trail up to the mission's end.
+   */
+  | {
+      readonly kind: 'delivery';
+      readonly action: 'pushed' | 'pull-request' | 'failed' | 'skipped';
+      readonly remote?: string;
+      readonly branch?: string;
+      readonly commit?: string;
+      readonly forge?: string;
+      readonly number?: number;
+      readonly url?: string;
+      /** pull-request: opened by this delivery (false: an open one was updated). */
+      readonly opened?: boolean;
+      readonly reason?: string;
+      /** failed: another automatic try follows. */
+      readonly willRetry?: boolean;
+      readonly tries?: number;
+    }
   | {
       readonly kind: 'mission';
       /** `workspace`: what preparing the workspace did that a person should hear about (`note`). */
@@ -235,11 +257,29 @@ export function renderAuditEvent(event: AuditEvent): string {
       return renderGate(event);
     case 'answer':
       return `answered: ${event.text}`;
+    case 'delivery':
+      return renderDelivery(event);
     case 'mission':
       if (event.action === 'workspace') return event.note ?? 'workspace prepared';
       return event.action === 'submitted'
         ? `submitted: ${event.tasks ?? 0} tasks, workspace ${event.repo ?? '?'} at ${(event.baseCommit ?? '').slice(0, 12)}, integration branch ${event.branch ?? '?'}`
         : `mission ${event.status ?? 'finished'}`;
+  }
+}
+
+function renderDelivery(event: Extract<AuditEvent, { kind: 'delivery' }>): string {
+  switch (event.action) {
+    case 'pushed':
+      return `delivery: ${event.branch ?? 'the branch'} at ${(event.commit ?? '').slice(0, 12)} is on ${event.remote ?? 'the remote'}`;
+    case 'pull-request':
+      return `delivery: ${event.opened ? 'opened' : 'updated'} ${event.forge ?? ''} pull request #${event.number ?? '?'} ${event.url ?? ''}`.replace(
+        /\s+$/,
+        '',
+      );
+    case 'failed':
+      return `delivery failed (try ${event.tries ?? 1}${event.willRetry ? ', tries again' : ''}): ${event.reason ?? ''}`;
+    case 'skipped':
+      return `delivery skipped: ${event.reason ?? ''}`;
   }
 }
 

@@ -26,6 +26,12 @@ const LOCK_FRACTION = 4;
  */
 export const DEFAULT_SLOTS = 4;
 
+/**
+ * A forge that is down is usually back within minutes: with five tries, 10 s doubling waits 10, 20,
+ * 40 and 80 s, two and a half minutes in all, before the delivery is reported failed for good.
+ */
+const DEFAULT_DELIVER_BACKOFF_MS = 10_000;
+
 const CLUSTER_URL = /^redis\+cluster:\/\/[^,\s/]+(,[^,\s/]+)*\/?$/;
 
 const envSchema = z.object({
@@ -109,8 +115,27 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((value) => value === '1' || value?.toLowerCase() === 'true'),
+  /**
+   * The token delivery opens pull requests with (`deliver.pull_request`), on any forge; without it,
+   * the forge's own variable. Each is kept from every agent CLI and criterion (agent/private-env.ts).
+   */
+  FLOTILLA_FORGE_TOKEN: z.string().min(1).optional(),
+  GITHUB_TOKEN: z.string().min(1).optional(),
+  GITLAB_TOKEN: z.string().min(1).optional(),
+  GITEA_TOKEN: z.string().min(1).optional(),
+  FORGEJO_TOKEN: z.string().min(1).optional(),
+  /** The first wait between a failed delivery's automatic tries; it doubles each time. */
+  FLOTILLA_DELIVER_BACKOFF_MS: z.coerce.number().int().positive().default(DEFAULT_DELIVER_BACKOFF_MS),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
+
+/** The tokens delivery may use, by forge; `any` (FLOTILLA_FORGE_TOKEN) wins over the forge's own. */
+export interface ForgeTokens {
+  readonly any?: string;
+  readonly github?: string;
+  readonly gitlab?: string;
+  readonly gitea?: string;
+}
 
 export interface Config {
   readonly redisUrl?: string;
@@ -133,6 +158,8 @@ export interface Config {
   readonly otel: boolean;
   /** FLOTILLA_MAX_OUTPUT in bytes; undefined when unset (no cap). */
   readonly maxOutputBytes?: number;
+  readonly forgeTokens: ForgeTokens;
+  readonly deliverBackoffMs: number;
   readonly logLevel: z.output<typeof envSchema>['LOG_LEVEL'];
 }
 
@@ -169,6 +196,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stalledIntervalMs: e.FLOTILLA_STALLED_INTERVAL_MS ?? Math.round(e.FLOTILLA_LOCK_MS / LOCK_FRACTION),
     otel: e.FLOTILLA_OTEL,
     ...(e.FLOTILLA_MAX_OUTPUT !== undefined ? { maxOutputBytes: e.FLOTILLA_MAX_OUTPUT } : {}),
+    forgeTokens: Object.freeze({
+      ...(e.FLOTILLA_FORGE_TOKEN ? { any: e.FLOTILLA_FORGE_TOKEN } : {}),
+      ...(e.GITHUB_TOKEN ? { github: e.GITHUB_TOKEN } : {}),
+      ...(e.GITLAB_TOKEN ? { gitlab: e.GITLAB_TOKEN } : {}),
+      ...((e.GITEA_TOKEN ?? e.FORGEJO_TOKEN) ? { gitea: e.GITEA_TOKEN ?? e.FORGEJO_TOKEN } : {}),
+    }),
+    deliverBackoffMs: e.FLOTILLA_DELIVER_BACKOFF_MS,
     logLevel: e.LOG_LEVEL,
   });
 }

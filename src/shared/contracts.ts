@@ -33,6 +33,7 @@ export const JOBS = {
   approvalTimeout: 'approvalTimeout',
   /** One webhook delivery (`notify:`); its id is the delivery's (shared/notify.ts deliveryId). */
   notify: 'notify',
+  deliver: 'deliver',
 } as const;
 
 /** Deterministic job ids: never a `:`, never all digits, the same on every host that computes them. */
@@ -47,6 +48,11 @@ export function attemptJobId(
 
 export function finalizeJobId(missionId: string): string {
   return `${missionId}.finalize`;
+}
+
+/** The mission's one delivery job (stages/deliver/); a second add while it exists is a no-op. */
+export function deliverJobId(missionId: string): string {
+  return `${missionId}.deliver`;
 }
 
 export function integrationBranch(missionId: string): string {
@@ -149,6 +155,40 @@ export interface ApprovalRecord {
 export interface FinalizeJobData {
   readonly missionId: string;
   sig?: string;
+}
+
+export interface DeliverJobData {
+  readonly missionId: string;
+  sig?: string;
+}
+
+/**
+ * Where a mission's delivery stands (`deliver:`), the status JSON's `delivery`: `pending` until the
+ * delivery job runs, `retrying` between its tries, then `delivered`, `failed` (after its last try,
+ * or at once when no retry can help) or `skipped` (the mission ended in a status `deliver.when`
+ * leaves out). `flotilla deliver <id>` tries a failed one again.
+ */
+export interface DeliveryStatus {
+  state: 'pending' | 'retrying' | 'delivered' | 'failed' | 'skipped';
+  /** The remote as given (`origin`, a URL) and the URL it names, without credentials. */
+  remote: string | null;
+  branch: string;
+  /** The commit the remote's branch holds after the push. */
+  pushedCommit: string | null;
+  pullRequest: {
+    forge: 'github' | 'gitlab' | 'gitea';
+    number: number;
+    url: string;
+    /** `opened` by this delivery, or `updated`: an open one for the same branches already existed. */
+    action: 'opened' | 'updated';
+  } | null;
+  /** Tries so far, the automatic ones and `flotilla deliver`'s. */
+  tries: number;
+  /** Why the last try failed (or why it was skipped); null once delivered. */
+  error: string | null;
+  /** When a `retrying` delivery tries next. */
+  nextTryAt?: string | null;
+  at: string;
 }
 
 /** Status values of the result contract, mapped. */
@@ -279,6 +319,8 @@ export interface MissionStatusJson {
   /** The repository the branch is in: an absolute path or a URL, as hosts clone it (always set by the store). */
   workspace?: string;
   costUsd?: number;
+  /** Present only for a mission with `deliver:`, from the moment it ended. */
+  delivery?: DeliveryStatus;
   tasks: Array<{
     id: string;
     title?: string;

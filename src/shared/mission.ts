@@ -225,6 +225,43 @@ const notifyHook = z
   })
   .strict();
 
+/** The forges delivery opens pull requests on (stages/deliver/forges/). Forgejo speaks Gitea's API. */
+export const FORGES = ['github', 'gitlab', 'gitea'] as const;
+export type Forge = (typeof FORGES)[number];
+
+/** Mission statuses delivery may follow; a failed or cancelled mission has nothing to hand over. */
+export const DELIVER_WHEN = ['done', 'partial'] as const;
+
+/**
+ * `deliver`: where the integration branch goes when the mission ends, and the pull request opened
+ * or updated for it (stages/deliver/). Mission-level only, not in `defaults`: `defaults` holds the
+ * mission-wide value of per-task settings, and a mission has one branch to deliver.
+ */
+const deliverSchema = z
+  .object({
+    /** A remote of the workspace repository, or a URL; default `origin` (a URL workspace: itself). */
+    push: z.string().min(1).optional(),
+    when: z
+      .array(z.enum(DELIVER_WHEN))
+      .min(1)
+      .refine((list) => new Set(list).size === list.length, 'expected each of done and partial at most once')
+      .default(['done']),
+    forge: z.enum(FORGES).optional(),
+    /** The forge's REST API root, for a self-hosted forge (https://git.example.com/api/v1). */
+    api_url: z.url({ protocol: /^https?$/ }).optional(),
+    pull_request: z
+      .object({
+        /** The branch the pull request merges into; default the mission's `base`, else the remote's HEAD. */
+        base: z.string().min(1).optional(),
+        title: z.string().min(1).optional(),
+        draft: z.boolean().default(false),
+        labels: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
 export const missionSchema = z
   .object({
     goal: z.string().min(1).describe("the mission's goal, in a sentence"),
@@ -246,6 +283,9 @@ export const missionSchema = z
       .array(taskSchema)
       .min(1, 'expected at least one task')
       .describe('the tasks; each starts when the tasks it depends_on are done'),
+    deliver: deliverSchema
+      .optional()
+      .describe('where the integration branch goes when the mission ends: a push, and a pull request'),
   })
   .strict();
 
@@ -328,6 +368,43 @@ export interface MissionSpec {
   /** The whole text of each agent file the tasks name, resolved at submit time. */
   readonly agents: Readonly<Record<string, string>>;
   readonly tasks: readonly TaskSpec[];
+  /** `deliver`: absent, the branch stays in the workspace repository and nothing is pushed. */
+  readonly deliver?: DeliverSpec;
+}
+
+/** `deliver` with its defaults resolved, as stored in the spec (camelCase like the rest of it). */
+export interface DeliverSpec {
+  readonly push?: string;
+  readonly when: readonly (typeof DELIVER_WHEN)[number][];
+  readonly forge?: Forge;
+  readonly apiUrl?: string;
+  readonly pullRequest?: {
+    readonly base?: string;
+    readonly title?: string;
+    readonly draft: boolean;
+    readonly labels: readonly string[];
+  };
+}
+
+export function normalizeDeliver(deliver: MissionFile['deliver']): DeliverSpec | undefined {
+  if (!deliver) return undefined;
+  const pr = deliver.pull_request;
+  return {
+    ...(deliver.push ? { push: deliver.push } : {}),
+    when: deliver.when,
+    ...(deliver.forge ? { forge: deliver.forge } : {}),
+    ...(deliver.api_url ? { apiUrl: deliver.api_url.replace(/\/+$/, '') } : {}),
+    ...(pr
+      ? {
+          pullRequest: {
+            ...(pr.base ? { base: pr.base } : {}),
+            ...(pr.title ? { title: pr.title } : {}),
+            draft: pr.draft,
+            labels: pr.labels,
+          },
+        }
+      : {}),
+  };
 }
 
 /** The mission's top-level `setup`/`setup_inputs`; a task's own values replace them field by field. */

@@ -264,6 +264,47 @@ describe('setup', () => {
   });
 });
 
+describe('deliver', () => {
+  it('is normalised with its defaults: when [done], no draft, no labels', async () => {
+    const file = await write(
+      'deliver.yaml',
+      yaml(
+        'goal: g',
+        'deliver: { push: origin, api_url: "https://git.example.com/api/v1/", forge: gitea, pull_request: { base: main } }',
+        'tasks:',
+        '  - { id: a, title: A, exit_criteria: [x] }',
+      ),
+    );
+    expect((await loadMission(file)).mission?.deliver).toEqual({
+      push: 'origin',
+      when: ['done'],
+      forge: 'gitea',
+      apiUrl: 'https://git.example.com/api/v1',
+      pullRequest: { base: 'main', draft: false, labels: [] },
+    });
+  });
+
+  it('names a misspelt field, an unknown forge and a status it cannot follow, with their lines', async () => {
+    const problems = await problemsOf(
+      yaml(
+        'goal: g',
+        'deliver:',
+        '  when: [done, failed]',
+        '  forge: bitbucket',
+        '  pull_request: { draft: true, label: [x] }',
+        'tasks:',
+        '  - { id: a, title: A, exit_criteria: [x] }',
+      ),
+    );
+    expect(problems.map(([line, where]) => [line, where])).toEqual([
+      [3, 'deliver.when[1]'],
+      [4, 'deliver.forge'],
+      [5, 'deliver.pull_request.label'],
+    ]);
+    expect(problems[1]?.[2]).toContain('github');
+  });
+});
+
 describe('agents', () => {
   const text = yaml(
     'goal: g',

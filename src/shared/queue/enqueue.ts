@@ -2,6 +2,7 @@ import { Job } from 'bullmq';
 import {
   type ApprovalJobData,
   attemptJobId,
+  deliverJobId,
   finalizeJobId,
   JOBS,
   type PersonVerdict,
@@ -191,4 +192,25 @@ export async function enqueueVerdict(
   const stored = await Job.fromId<ApprovalJobData>(queue, jobId);
   const sent = stored?.data ?? data;
   return { sent, added: sent.at === data.at && sent.by === data.by && sent.verdict === data.verdict };
+}
+
+/**
+ * Automatic tries of a mission's delivery (`deliver:`) before it is reported failed for good; each
+ * waits twice as long as the one before (the host's FLOTILLA_DELIVER_BACKOFF_MS first).
+ * `flotilla deliver <id>` tries again after that.
+ */
+export const DELIVER_TRIES = 5;
+
+/** Adds the mission's one delivery job (a deterministic id, so a replayed finalize adds no second). */
+export async function enqueueDeliver(
+  ctx: { readonly queues: QueueSet; readonly secret: string | undefined },
+  missionId: string,
+  backoffMs: number,
+): Promise<void> {
+  await ctx.queues.get(QUEUES.mission).add(JOBS.deliver, withSignature({ missionId }, ctx.secret), {
+    jobId: deliverJobId(missionId),
+    ...RETENTION,
+    attempts: DELIVER_TRIES,
+    backoff: { type: 'exponential', delay: backoffMs },
+  });
 }

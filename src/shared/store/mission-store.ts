@@ -1,4 +1,4 @@
-import type { TaskState, TaskStatus } from '../contracts.js';
+import type { DeliveryStatus, TaskState, TaskStatus } from '../contracts.js';
 import type { Requirements } from '../host-facts.js';
 import type { Receipt } from '../receipt.js';
 import type { RedisClient } from '../redis.js';
@@ -96,6 +96,10 @@ export class MissionStore {
 
   getMetaField(id: string, field: string) {
     return this.missions.getMetaField(id, field);
+  }
+
+  setDelivery(id: string, delivery: DeliveryStatus) {
+    return this.missions.setDelivery(id, delivery);
   }
 
   missionRows(limit: number) {

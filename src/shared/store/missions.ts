@@ -1,4 +1,4 @@
-import type { MissionStatus, MissionStatusJson, TaskState } from '../contracts.js';
+import type { DeliveryStatus, MissionStatus, MissionStatusJson, TaskState } from '../contracts.js';
 import { FlotillaError } from '../errors.js';
 import type { MissionSpec } from '../mission.js';
 import type { RedisClient } from '../redis.js';
@@ -26,6 +26,8 @@ export interface MissionMeta {
   baseCommit: string;
   cancelled: boolean;
   costUsd: number;
+  /** Where the delivery stands (`deliver:`); null before the mission ended or without `deliver:`. */
+  delivery: DeliveryStatus | null;
 }
 
 /** One mission as `missionRows` reads it: goal, status, createdAt, finishedAt, costUsd (null if gone). */
@@ -129,6 +131,7 @@ export class Missions {
         baseCommit: raw.baseCommit ?? '',
         cancelled: raw.cancelled === '1',
         costUsd: Number(raw.costUsd ?? 0),
+        delivery: raw.delivery ? (JSON.parse(raw.delivery) as DeliveryStatus) : null,
       },
     };
   }
@@ -137,7 +140,7 @@ export class Missions {
    * The mission's facts without its spec: the spec of a 10,000-task mission is megabytes and never
    * changes, so a reader that already holds it (the board) asks only for these.
    */
-  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit'> | null> {
+  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit' | 'delivery'> | null> {
     const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd] = await this.redis.hmget(
       missionKeys(this.prefix, id).meta,
       'id',
@@ -194,6 +197,11 @@ export class Missions {
 
   async getMetaField(id: string, field: string): Promise<string | null> {
     return this.redis.hget(missionKeys(this.prefix, id).meta, field);
+  }
+
+  /** Records where the mission's delivery stands (the status JSON's `delivery`). */
+  async setDelivery(id: string, delivery: DeliveryStatus): Promise<void> {
+    await this.setMetaField(id, 'delivery', JSON.stringify(delivery));
   }
 
   /**

@@ -1,4 +1,9 @@
-import { integrationBranch, type MissionStatusJson, type TaskState } from '../contracts.js';
+import {
+  type DeliveryStatus,
+  integrationBranch,
+  type MissionStatusJson,
+  type TaskState,
+} from '../contracts.js';
 import type { MissionSpec } from '../mission.js';
 
 /** How task states are stored (and read back), and the status JSON built from them; no IO. */
@@ -29,6 +34,7 @@ export function statusJson(
   meta: Pick<MissionStatusJson, 'goal' | 'status' | 'createdAt' | 'finishedAt' | 'costUsd'> & {
     /** The repository hosts clone, shown as the status's `workspace`. */
     readonly repo?: string;
+    readonly delivery?: DeliveryStatus | null;
   },
   spec: MissionSpec,
   states: Readonly<Record<string, TaskState>>,
@@ -42,6 +48,7 @@ export function statusJson(
     branch: integrationBranch(id),
     ...(meta.repo ? { workspace: meta.repo } : {}),
     costUsd: meta.costUsd,
+    ...(meta.delivery ? { delivery: meta.delivery } : {}),
     tasks: spec.tasks.map((task) => {
       const s = states[task.id];
       return {

@@ -14,7 +14,8 @@
  * Dropped by name. flotilla reads `REDIS_URL` (one Redis or `redis+cluster://` seed nodes; no
  * separate password, Sentinel or TLS variable exists in shared/config.ts); `REDISCLI_AUTH` and
  * `REDIS_PASSWORD` are how redis-cli and many scripts carry the password beside it. FLOTILLA_HOME
- * names where the private Redis of `flotilla run` keeps its socket and password.
+ * names where the private Redis of `flotilla run` keeps its socket and password. The forge tokens
+ * are delivery's, which pushes and opens pull requests for the mission after every agent is done.
  */
 export const PRIVATE_ENV: readonly string[] = [
   'REDIS_URL',
@@ -27,6 +28,13 @@ export const PRIVATE_ENV: readonly string[] = [
   'FLOTILLA_WEBHOOK_SECRET',
   'FLOTILLA_API_TOKEN',
   'FLOTILLA_HOME',
+  // The tokens delivery opens pull requests with (shared/config.ts). Copilot CLI, which also reads
+  // GITHUB_TOKEN, authenticates with COPILOT_GITHUB_TOKEN or GH_TOKEN instead.
+  'FLOTILLA_FORGE_TOKEN',
+  'GITHUB_TOKEN',
+  'GITLAB_TOKEN',
+  'GITEA_TOKEN',
+  'FORGEJO_TOKEN',
 ];
 
 /**

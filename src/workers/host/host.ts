@@ -20,6 +20,7 @@ import { keepFromChildren, redisUrlSecrets } from '../agent/private-env.js';
 import { assertSandboxWorks, type Sandbox } from '../agent/sandbox.js';
 import { forgetEndedMissions, type HostCli, type HostContext } from '../stages/context.js';
 import { reviewAttempt } from '../stages/critic/processor.js';
+import { deliverJobFailed, deliverMission } from '../stages/deliver/processor.js';
 import { finalizeMission } from '../stages/finalize/processor.js';
 import { gateJobFailed } from '../stages/gate/job-failed.js';
 import { gateAttempt, verdictOnHeld } from '../stages/gate/processor.js';
@@ -118,6 +119,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     config.boardPassword,
     config.webhookSecret,
     config.apiToken,
+    ...Object.values(config.forgeTokens),
   ]);
   // Before anything else: a host asked to sandbox its CLIs must not start without a sandbox.
   if (options.sandbox) {
@@ -334,6 +336,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     QUEUES.mission,
     (job, token) => {
       if (job.name === JOBS.finalize) return finalizeMission(ctx, job);
+      if (job.name === JOBS.deliver) return deliverMission(ctx, job);
       if (job.name === JOBS.approval || job.name === JOBS.approvalTimeout)
         return verdictOnHeld(ctx, job, token);
       return gateAttempt(ctx, job, token);
@@ -344,6 +347,12 @@ export async function startHost(options: HostOptions): Promise<Host> {
   serve(QUEUES.notify, (job) => deliverNotification(ctx, job), { concurrency: 4 });
   // A gate job out of tries settles its task as failed, so its mission goes on (gate/job-failed.ts).
   workers.get(QUEUES.mission)?.on('failed', (job) => {
+    if (job?.name === JOBS.deliver && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      deliverJobFailed(ctx, job).catch((error: Error) =>
+        logger.warn({ jobId: job.id, err: error.message }, 'recording a failed delivery job failed'),
+      );
+      return;
+    }
     if (job?.name !== JOBS.gate) return;
     gateJobFailed(ctx, job).catch((error: Error) =>
       logger.warn(

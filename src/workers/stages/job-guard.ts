@@ -1,5 +1,5 @@
 import { DelayedError, type Job, WaitingError } from 'bullmq';
-import { type AttemptRef, attemptJobId, finalizeJobId, JOBS } from '../../shared/contracts.js';
+import { type AttemptRef, attemptJobId, deliverJobId, finalizeJobId, JOBS } from '../../shared/contracts.js';
 import { FlotillaError } from '../../shared/errors.js';
 import { deliveryId } from '../../shared/notify.js';
 import type { NotifyJobData } from '../../shared/queue/notify.js';
@@ -38,11 +38,13 @@ function expectedJobId(job: Job): string | undefined {
       ? deliveryId(hook.missionId, hook.index, hook.key)
       : undefined;
   }
+  if (job.name === JOBS.deliver) return data.missionId ? deliverJobId(data.missionId) : undefined;
   const stage = Object.values(JOBS).find((name) => name === job.name);
   if (
     !stage ||
     stage === JOBS.finalize ||
     stage === JOBS.notify ||
+    stage === JOBS.deliver ||
     !data.missionId ||
     !data.taskId ||
     !data.attempt

@@ -1,18 +1,22 @@
 import type { Job } from 'bullmq';
 import { spawnedCli } from '../../../shared/audit.js';
-import { type FinalizeJobData, integrationBranch } from '../../../shared/contracts.js';
+import { type DeliveryStatus, type FinalizeJobData, integrationBranch } from '../../../shared/contracts.js';
+import { enqueueDeliver } from '../../../shared/queue/enqueue.js';
 import { type Receipt, signReceipt } from '../../../shared/receipt.js';
 import { deleteMissionCheckpoints } from '../../workspace/checkpoint.js';
 import { openRepoCache } from '../../workspace/repo-cache.js';
 import type { HostContext } from '../context.js';
 import { assertSigned } from '../job-guard.js';
 import { notifyFinished } from '../notify/occurrences.js';
+import { announceEnd, SUMMARY_BEFORE_DELIVERY } from './announce.js';
 import { type MissionEnd, readMissionEnd, receiptBody } from './collect-receipt.js';
-import { formatSummary } from './summary.js';
+import { formatDeliveryLines, formatSummary } from './summary.js';
 
 /**
  * Runs once per mission (deterministic job id) after the last task settled: writes the summary and
- * the receipt, and tells everyone who follows the mission's events.
+ * the receipt, and tells everyone who follows the mission's events. A mission with `deliver:` is
+ * handed to its delivery job instead (stages/deliver/), which tells the end once delivery settled,
+ * so the summary a follower prints says where the work went.
  */
 export async function finalizeMission(
   ctx: HostContext,
@@ -39,7 +43,6 @@ export async function finalizeMission(
   const spawned = runs.length;
   const hosts = new Set(runs.map((entry) => entry.host).filter(Boolean)).size;
   const summary = formatSummary(status, { repo: meta.repo, spawned, hosts });
-  await ctx.store.setMetaField(missionId, 'summary', summary);
   await ctx.store.setMetaField(missionId, 'spawned', String(spawned));
   await writeReceipt(ctx, end);
   // Best effort: a leftover checkpoint ref is clutter in the user's repository, not a failure.
@@ -49,12 +52,59 @@ export async function finalizeMission(
   ).catch((error: unknown) =>
     ctx.logger.warn({ missionId, err: error }, 'could not delete leftover checkpoint refs'),
   );
-  await ctx.store.emit({ missionId, type: 'mission', status: status.status, message: summary });
-  await notifyFinished(ctx, missionId, summary);
-  ctx.missions.delete(missionId);
-  await ctx.store.publishControl({ type: 'finished', missionId });
-  ctx.logger.info({ missionId, status: status.status }, 'mission finished');
+  const told = (text: string) => notifyFinished(ctx, missionId, text);
+  const deliver = end.record.spec.deliver;
+  if (!deliver) {
+    await announceEnd(ctx, missionId, status.status, summary, told);
+    return { status: status.status };
+  }
+  await ctx.store.setMetaField(missionId, SUMMARY_BEFORE_DELIVERY, summary);
+  const wanted = (deliver.when as readonly string[]).includes(status.status);
+  if (!wanted) {
+    const delivery = skippedDelivery(missionId, status.status, deliver.when);
+    await ctx.store.setDelivery(missionId, delivery);
+    await ctx.store.audit(missionId, {
+      at: delivery.at,
+      taskId: '',
+      attempt: 0,
+      stage: 'delivery',
+      host: ctx.hostId,
+      event: { kind: 'delivery', action: 'skipped', reason: delivery.error ?? '' },
+    });
+    const lines = formatDeliveryLines(delivery, { missionId, repo: meta.repo });
+    await announceEnd(ctx, missionId, status.status, [summary, ...lines].join('\n'), told);
+    return { status: status.status };
+  }
+  // A replayed finalize keeps what a delivery that already ran recorded.
+  if (!end.record.meta.delivery) await ctx.store.setDelivery(missionId, pendingDelivery(missionId));
+  await enqueueDeliver(ctx, missionId, ctx.config.deliverBackoffMs);
+  await ctx.store.emit({
+    missionId,
+    type: 'log',
+    message: `mission ${status.status}: delivering ${integrationBranch(missionId)}${deliver.pullRequest ? ' and its pull request' : ''}`,
+  });
   return { status: status.status };
+}
+
+function pendingDelivery(missionId: string): DeliveryStatus {
+  return {
+    state: 'pending',
+    remote: null,
+    branch: integrationBranch(missionId),
+    pushedCommit: null,
+    pullRequest: null,
+    tries: 0,
+    error: null,
+    at: new Date().toISOString(),
+  };
+}
+
+function skippedDelivery(missionId: string, status: string, when: readonly string[]): DeliveryStatus {
+  return {
+    ...pendingDelivery(missionId),
+    state: 'skipped',
+    error: `the mission is ${status}, and deliver.when is [${when.join(', ')}]`,
+  };
 }
 
 /** Builds the receipt over the finished trail, signs it when the host has a key, and stores it. */

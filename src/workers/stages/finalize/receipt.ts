@@ -29,15 +29,16 @@ export interface ReceiptInput {
 }
 
 export function buildReceipt(input: ReceiptInput): ReceiptBody {
+  const signed = signedEntries(input.audit);
   const byAttempt = new Map<string, AuditEntry[]>();
-  for (const entry of input.audit) {
+  for (const entry of signed) {
     if (!entry.taskId || entry.attempt < 1) continue;
     const key = `${entry.taskId}\u0000${entry.attempt}`;
     const list = byAttempt.get(key) ?? [];
     list.push(entry);
     byAttempt.set(key, list);
   }
-  const hashes = input.audit.map((entry) => entry.chain?.hash ?? '');
+  const hashes = signed.map((entry) => entry.chain?.hash ?? '');
   return {
     format: RECEIPT_FORMAT,
     mission: { ...input.mission, specHash: hashJson(input.spec), integrationTip: input.integrationTip },
@@ -50,6 +51,17 @@ export function buildReceipt(input: ReceiptInput): ReceiptBody {
     }),
     audit: { count: input.audit.length, head: hashes.at(-1) ?? '', hashes },
   };
+}
+
+/**
+ * The trail a receipt signs: all of it but the delivery entries at its end. Delivery happens after
+ * the receipt is signed (the PR body carries the receipt), so a receipt rebuilt later, by
+ * `flotilla verify` or a replayed finalize, is the same one.
+ */
+export function signedEntries(audit: readonly AuditEntry[]): readonly AuditEntry[] {
+  let end = audit.length;
+  while (end > 0 && audit[end - 1]?.stage === 'delivery') end--;
+  return end === audit.length ? audit : audit.slice(0, end);
 }
 
 /** The facts of one attempt; the last entry of a stage wins (a run handed back and taken again). */

@@ -1,4 +1,4 @@
-import type { MissionStatusJson } from '../../../shared/contracts.js';
+import type { DeliveryStatus, MissionStatusJson } from '../../../shared/contracts.js';
 import { formatDuration } from '../../../shared/duration.js';
 
 const ICON: Record<string, string> = {
@@ -40,4 +40,31 @@ export function formatSummary(
   lines.push(`Agent CLI runs: ${facts.spawned}${on}`);
   if (status.costUsd) lines.push(`Cost: $${status.costUsd.toFixed(4)}`);
   return lines.join('\n');
+}
+
+/**
+ * The summary's delivery lines (`deliver:`): where the branch went and the pull request, or why it
+ * did not and how to try again. Pure, beside the rest of the summary.
+ */
+export function formatDeliveryLines(
+  delivery: DeliveryStatus,
+  facts: { missionId: string; repo: string },
+): string[] {
+  const pr = delivery.pullRequest;
+  switch (delivery.state) {
+    case 'delivered':
+      return [
+        `Delivered: ${delivery.branch} pushed to ${delivery.remote ?? 'the remote'}${delivery.pushedCommit ? ` at ${delivery.pushedCommit.slice(0, 12)}` : ''}`,
+        ...(pr ? [`Pull request: ${pr.url} (#${pr.number}, ${pr.action})`] : []),
+      ];
+    case 'failed':
+      return [
+        `⚠️ Delivery failed after ${delivery.tries} ${delivery.tries === 1 ? 'try' : 'tries'}: ${delivery.error ?? 'unknown error'}`,
+        `   The branch ${delivery.branch} is still in ${facts.repo}; \`flotilla deliver ${facts.missionId}\` tries again.`,
+      ];
+    case 'skipped':
+      return [`Delivery: skipped (${delivery.error ?? 'not wanted for this status'})`];
+    default:
+      return [`Delivery: ${delivery.state}${delivery.error ? ` (${delivery.error})` : ''}`];
+  }
 }
