@@ -4,9 +4,9 @@
  * the rollback is the thin git shell around it.
  */
 import { readdir, rm, rmdir } from 'node:fs/promises';
-import { dirname, resolve, sep } from 'node:path';
+import { resolve, sep } from 'node:path';
 import { runGit } from './git.js';
-import { type ChangedFile, isPlanningPath, readChanges } from './snapshot-changes.js';
+import { type ChangedFile, isPlanningPath, pathBytes, readChanges } from './snapshot-changes.js';
 
 interface ScopeEntry {
   /** A path allowed exactly, or '' for "everything". */
@@ -61,19 +61,29 @@ export interface EnforceWriteScopeOptions {
   readonly readOnly: boolean;
 }
 
-/** Deletes a file git reported as untracked, then the directories it leaves empty. */
-export async function deleteUntracked(root: string, path: string): Promise<void> {
-  const target = resolve(root, path);
-  if (!target.startsWith(root + sep)) return;
+/**
+ * Deletes a file git reported as untracked, then the directories it leaves empty. `path` as git
+ * named it: a Buffer keeps a name that is not UTF-8 (ChangedFile.bytes).
+ */
+export async function deleteUntracked(root: string, path: string | Buffer): Promise<void> {
+  const named = typeof path === 'string' ? Buffer.from(path) : path;
+  // An untracked repository is listed as a folder, `nested/`.
+  const bytes = named.at(-1) === SLASH ? named.subarray(0, -1) : named;
+  const parts = bytes.toString('latin1').split('/');
+  // git's paths never leave the checkout; be sure (`..`, an absolute path).
+  if (parts.some((part) => part === '' || part === '.' || part === '..')) return;
+  const target = Buffer.concat([Buffer.from(`${root}${sep}`), bytes]);
   await rm(target, { recursive: true, force: true });
-  let parent = dirname(target);
-  while (parent !== root && parent.startsWith(root + sep)) {
+  for (let end = bytes.lastIndexOf(SLASH); end > 0; end = bytes.lastIndexOf(SLASH, end - 1)) {
+    const parent = Buffer.concat([Buffer.from(`${root}${sep}`), bytes.subarray(0, end)]);
     const left = await readdir(parent).catch(() => null);
     if (left === null || left.length > 0) break;
     await rmdir(parent).catch(() => undefined);
-    parent = dirname(parent);
   }
 }
+
+const SLASH = 0x2f;
+const NUL = Buffer.from([0]);
 
 export async function enforceWriteScope(
   options: EnforceWriteScopeOptions,
@@ -105,11 +115,11 @@ export async function enforceWriteScope(
         '--pathspec-from-file=-',
         '--pathspec-file-nul',
       ],
-      { cwd: root, input: tracked.map((change) => change.path).join('\0') },
+      { cwd: root, input: Buffer.concat(tracked.flatMap((change) => [pathBytes(change), NUL])) },
     );
   }
   for (const change of changes) {
-    if (violating.has(change.path) && change.untracked) await deleteUntracked(root, change.path);
+    if (violating.has(change.path) && change.untracked) await deleteUntracked(root, pathBytes(change));
   }
   return { violations };
 }

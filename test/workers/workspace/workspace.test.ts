@@ -511,6 +511,27 @@ describe('write scope', () => {
     await removeWorktree(dir);
   });
 
+  it('rolls back names that are not UTF-8 outside allowed_paths, tracked and untracked, by their bytes', async () => {
+    const dir = await dirtyCheckout('m14');
+    const at = (...bytes: number[]) => Buffer.concat([Buffer.from(`${dir}/`), Buffer.from(bytes)]);
+    // "café.txt" and "caf\xff/x.txt" in latin-1, outside src/; one of them tracked.
+    const tracked = at(0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74);
+    await writeFile(tracked, 'tracked\n');
+    await runGit(['add', '-A'], { cwd: dir });
+    await runGit(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'latin-1'], {
+      cwd: dir,
+    });
+    await writeFile(tracked, 'changed outside the scope\n');
+    await mkdir(at(0x63, 0x61, 0x66, 0xff), { recursive: true });
+    const untracked = Buffer.concat([at(0x63, 0x61, 0x66, 0xff), Buffer.from('/x.txt')]);
+    await writeFile(untracked, 'new outside the scope\n');
+    await enforceWriteScope({ dir, allowedPaths: ['src/'], readOnly: false });
+    expect(await readFile(tracked, 'utf8')).toBe('tracked\n');
+    await expect(stat(untracked)).rejects.toThrow();
+    await expect(stat(at(0x63, 0x61, 0x66, 0xff))).rejects.toThrow();
+    await removeWorktree(dir);
+  });
+
   it('reverts every change in read-only mode, except flotilla’s own files', async () => {
     const dir = await dirtyCheckout('m12');
     const { violations } = await enforceWriteScope({ dir, readOnly: true });
