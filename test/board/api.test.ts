@@ -1,6 +1,7 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../src/board/api/read-body.js';
 import { type BoardServer, createBoardServer } from '../../src/board/server.js';
@@ -12,6 +13,7 @@ import { connectOrFail, type RedisClient } from '../../src/shared/redis.js';
 import { verifyPayload } from '../../src/shared/signing.js';
 import { missionKeys } from '../../src/shared/store/keys.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
+import { ROOT } from '../helpers/paths.js';
 import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-server.js';
 
 /**
@@ -21,6 +23,7 @@ import { type RedisHandle, startRedis, uniquePrefix } from '../helpers/redis-ser
  */
 
 const TOKEN = 'api-test-token-5f1c2a';
+const SUBMIT_SH = join(ROOT, 'examples', 'scripts', 'submit.sh');
 const SECRET = 'api-test-job-secret';
 
 interface Message {
@@ -167,6 +170,43 @@ describe('the board API on a cluster', () => {
     const list = await fetch(`${api}/missions`, { headers: auth });
     const { missions } = (await list.json()) as { missions: { id: string; tasks: number }[] };
     expect(missions.find((m) => m.id === id)?.tasks).toBe(2);
+  });
+
+  it('examples/scripts/submit.sh submits a file with curl, prints its events and the final status, exits 0', async () => {
+    const ws = await workspace();
+    const file = join(ws, '..', 'script-mission.yaml');
+    await writeFile(
+      file,
+      [
+        'goal: Submitted by the shell example',
+        `workspace: ${ws}`,
+        'tasks:',
+        ...simTask('hello', '- write: {path: hello.txt, content: "hi"}'),
+      ].join('\n'),
+    );
+    const env = { ...process.env, FLOTILLA_API_TOKEN: TOKEN };
+    const run = await execa('sh', [SUBMIT_SH, file, api], { env, reject: false, timeout: 120_000 });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    const events = lines.slice(0, -1).map((line) => JSON.parse(line) as { type: string; status?: string });
+    expect(events[0]?.type).toBe('submitted');
+    expect(events.at(-1)).toMatchObject({ type: 'mission', status: 'done' });
+    const final = JSON.parse(lines.at(-1) ?? '{}') as MissionStatusJson;
+    expect(final.status).toBe('done');
+    expect(run.stderr).toMatch(new RegExp(`^submit\\.sh: mission ${final.id} submitted$`, 'm'));
+
+    // Refused: exit 2 with the board's problems; a wrong token too.
+    const invalid = join(ws, '..', 'script-invalid.yaml');
+    await writeFile(invalid, 'goal: g\ntasks: []\n');
+    const refused = await execa('sh', [SUBMIT_SH, invalid, api], { env, reject: false });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/^submit\.sh: the board answered 422: .*"code":"mission\/invalid"/);
+    const wrong = await execa('sh', [SUBMIT_SH, file, api], {
+      env: { ...env, FLOTILLA_API_TOKEN: 'wrong' },
+      reject: false,
+    });
+    expect(wrong.exitCode).toBe(2);
+    expect(wrong.stderr).toContain('the board answered 401');
   });
 
   it('refuses a missing or wrong token with 401 and a Bearer challenge, storing nothing', async () => {
