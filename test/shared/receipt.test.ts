@@ -233,6 +233,22 @@ describe('checkReceipt', () => {
     expect(report.lines.every((line) => line.startsWith('✓'))).toBe(true);
   });
 
+  it('accepts delivery entries written after the receipt (delivery follows signing), and only those', () => {
+    const delivery = { at, taskId: '', attempt: 0, stage: 'delivery' as const, message: 'pushed' };
+    const later = chained('m1', [...trail.map(({ chain: _c, ...e }) => e), delivery, delivery]);
+    const report = checkReceipt(facts({ store: { audit: later, rebuilt: body } }));
+    expect(report).toMatchObject({ ok: true, firstProblem: null });
+    expect(report.lines.join('\n')).toContain('2 delivery entries follow it');
+    const mixed = chained('m1', [
+      ...trail.map(({ chain: _c, ...e }) => e),
+      delivery,
+      { ...delivery, stage: 'mission' as const },
+    ]);
+    expect(checkReceipt(facts({ store: { audit: mixed, rebuilt: body } })).firstProblem).toMatch(
+      /^audit entry 10 \(mission\): written after the receipt was signed/,
+    );
+  });
+
   it('says plainly when only integrity was checked', () => {
     const report = checkReceipt(facts({ pinnedKey: undefined, store: null, repo: null }));
     expect(report.ok).toBe(true);

@@ -14,7 +14,9 @@ import type { DeliverSpec, Forge } from '../../../shared/mission.js';
 import type { MissionStore } from '../../../shared/store/mission-store.js';
 import { DeliveryError } from './delivery-error.js';
 import type { ForgeClient, ForgeClientOptions, PullRequestInput } from './forges/forge.js';
+import { createGiteaClient } from './forges/gitea.js';
 import { createGitHubClient } from './forges/github.js';
+import { createGitLabClient } from './forges/gitlab.js';
 import { ForgeError } from './forges/http.js';
 import { formatPullRequestBody } from './pr-body.js';
 import { type PushResult, pushBranch, remoteBranchCommit, remoteDefaultBranch } from './push.js';
@@ -48,16 +50,19 @@ const MAX_TITLE_CHARS = 250;
 
 const CLIENTS: Record<Forge, (options: ForgeClientOptions) => ForgeClient> = {
   github: createGitHubClient,
-  gitlab: () => {
-    throw new DeliveryError('pull requests on GitLab are not supported yet', false);
-  },
-  gitea: () => {
-    throw new DeliveryError('pull requests on Gitea are not supported yet', false);
-  },
+  gitlab: createGitLabClient,
+  gitea: createGiteaClient,
 };
 
-/** Throws DeliveryError (its `retryable` says whether another try can help). */
-export async function deliverOnce(ctx: DeliverContext, missionId: string): Promise<DeliveryOutcome> {
+/**
+ * Throws DeliveryError (its `retryable` says whether another try can help); `progress.push` says
+ * what was pushed before a later step failed.
+ */
+export async function deliverOnce(
+  ctx: DeliverContext,
+  missionId: string,
+  progress: { push?: PushResult } = {},
+): Promise<DeliveryOutcome> {
   const { meta, spec } = await ctx.store.getMission(missionId);
   const deliver = spec.deliver;
   if (!deliver) throw new FlotillaError('usage', `mission ${missionId} has no deliver: section`);
@@ -68,6 +73,7 @@ export async function deliverOnce(ctx: DeliverContext, missionId: string): Promi
     cacheDir: ctx.cacheDir,
     ...(deliver.push ? { push: deliver.push } : {}),
   }).catch(asDeliveryError);
+  progress.push = pushed;
   await audit(ctx, missionId, {
     kind: 'delivery',
     action: 'pushed',
@@ -136,13 +142,17 @@ async function forgeClient(
     );
   }
   const apiUrl = deliver.apiUrl ?? defaultApiUrl(forge, remote);
-  const client = CLIENTS[forge]({
-    apiUrl,
-    project: projectOf(forge, remote),
-    token,
-    ...(ctx.fetch ? { fetch: ctx.fetch } : {}),
-  });
-  return { client, notes: [] };
+  try {
+    const client = CLIENTS[forge]({
+      apiUrl,
+      project: projectOf(forge, remote),
+      token,
+      ...(ctx.fetch ? { fetch: ctx.fetch } : {}),
+    });
+    return { client, notes: [] };
+  } catch (error) {
+    return asDeliveryError(error);
+  }
 }
 
 const TOKEN_VARIABLE: Record<Forge, string> = {

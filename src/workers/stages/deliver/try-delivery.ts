@@ -11,6 +11,7 @@ import { announceEnd, SUMMARY_BEFORE_DELIVERY } from '../finalize/announce.js';
 import { formatDeliveryLines } from '../finalize/summary.js';
 import { type DeliverContext, type DeliveryOutcome, deliverOnce } from './deliver.js';
 import { DeliveryError } from './delivery-error.js';
+import type { PushResult } from './push.js';
 import { withoutCredentials } from './remote-url.js';
 
 export interface TryOptions {
@@ -33,8 +34,9 @@ export async function tryDelivery(
   const tries = (before?.tries ?? 0) + 1;
   const branch = integrationBranch(missionId);
   let outcome: DeliveryOutcome;
+  const progress: { push?: PushResult } = {};
   try {
-    outcome = await deliverOnce(ctx, missionId);
+    outcome = await deliverOnce(ctx, missionId, progress);
   } catch (error) {
     const failure =
       error instanceof DeliveryError
@@ -43,9 +45,9 @@ export async function tryDelivery(
     const willRetry = failure.retryable && !options.lastTry;
     const delivery: DeliveryStatus = {
       state: willRetry ? 'retrying' : 'failed',
-      remote: before?.remote ?? null,
+      remote: progress.push?.remote ?? before?.remote ?? null,
       branch,
-      pushedCommit: before?.pushedCommit ?? null,
+      pushedCommit: progress.push?.commit ?? before?.pushedCommit ?? null,
       pullRequest: before?.pullRequest ?? null,
       tries,
       error: failure.message,

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { MissionStatusJson } from '../../../../src/shared/contracts.js';
 import { indent, sim, startCluster, type TestCluster } from '../../../helpers/flotilla.js';
 import { type LocalForge, startLocalForge } from '../../../helpers/local-forge.js';
+import { lastJson, runFlotilla } from '../../../helpers/worker-process.js';
 
 /**
  * Delivery end to end on a real Redis, real git and the stand-in agent: the mission's branch pushed
@@ -220,5 +221,121 @@ describe('deliver: a GitHub pull request through the local forge', () => {
       tries: 2,
       pullRequest: { number: 1, action: 'updated' },
     });
+  });
+});
+
+describe('deliver: a bad token', () => {
+  it('fails at once (a 401 is not retried), says so in status and summary; flotilla deliver with the right token opens the pull request', async () => {
+    const right = 'ghp_therightone0123456789';
+    const strict = await startLocalForge({ kind: 'github', token: right, root: join(cluster.dir, 'strict') });
+    try {
+      const remote = await strict.createRepo('acme/token');
+      const dir = await workspace(remote);
+      const status = await runMission(
+        dir,
+        `{ forge: github, api_url: "${strict.apiUrl}", pull_request: { base: main } }`,
+      );
+      expect(status.status).toBe('done');
+      expect(status.delivery).toMatchObject({ state: 'failed', tries: 1, pullRequest: null });
+      expect(status.delivery?.error).toBe('GitHub GET /repos/acme/token/pulls: 401 Bad credentials');
+      expect(strict.log.map((r) => r.status)).toEqual([401]);
+      // The branch was pushed before the forge refused: nothing is lost.
+      expect(await git(strict.repoDir('acme/token'), 'rev-parse', `refs/heads/${status.branch}`)).toBe(
+        status.delivery?.pushedCommit ?? 'pushed',
+      );
+      const summary = await cluster.client.summary(status.id);
+      expect(summary).toContain(
+        '⚠️ Delivery failed after 1 try: GitHub GET /repos/acme/token/pulls: 401 Bad credentials',
+      );
+      expect(summary).not.toContain(TOKEN);
+
+      const run = await runFlotilla(
+        { redisUrl: cluster.redis.url, prefix: cluster.config.prefix },
+        ['deliver', status.id, '--json'],
+        { env: { FLOTILLA_FORGE_TOKEN: right, FLOTILLA_HOME: join(cluster.dir, 'cli-home') } },
+      );
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(lastJson(run)).toMatchObject({
+        state: 'delivered',
+        tries: 2,
+        pullRequest: { number: 1, action: 'opened' },
+      });
+      expect(strict.pulls.get('acme/token')).toHaveLength(1);
+      const after = await cluster.client.status(status.id);
+      expect(after.delivery).toMatchObject({ state: 'delivered', tries: 2 });
+      const lines = (await cluster.client.summary(status.id)) ?? '';
+      expect(lines).toContain(`Pull request: ${strict.url}/acme/token/pull/1 (#1, opened)`);
+      expect(lines).not.toContain('Delivery failed');
+    } finally {
+      await strict.stop();
+    }
+  });
+});
+
+describe('deliver: GitLab and Gitea through the local forge', () => {
+  it('opens a GitLab merge request in a nested group: PRIVATE-TOKEN, the encoded project path, a Draft: title, labels as text', async () => {
+    const token = TOKEN;
+    const lab = await startLocalForge({ kind: 'gitlab', token, root: join(cluster.dir, 'lab') });
+    try {
+      const remote = await lab.createRepo('acme/tools/calc');
+      const dir = await workspace(remote);
+      const deliver = `{ forge: gitlab, api_url: "${lab.apiUrl}", pull_request: { draft: true, labels: [flotilla, bot] } }`;
+      const status = await runMission(dir, deliver);
+      expect(lab.log.map((r) => `${r.method} ${r.url} ${r.status}`)).toEqual([
+        `GET /projects/acme%2Ftools%2Fcalc/merge_requests?state=opened&source_branch=${encodeURIComponent(status.branch)}&target_branch=main 200`,
+        'POST /projects/acme%2Ftools%2Fcalc/merge_requests 201',
+      ]);
+      expect(lab.log.every((r) => r.auth === '***')).toBe(true);
+      expect(lab.log[1]?.body).toMatchObject({
+        source_branch: status.branch,
+        target_branch: 'main',
+        title: 'Draft: Add a mean function',
+        labels: 'flotilla,bot',
+      });
+      expect(status.delivery?.pullRequest).toEqual({
+        forge: 'gitlab',
+        number: 1,
+        url: `${lab.url}/acme/tools/calc/-/merge_requests/1`,
+        action: 'opened',
+      });
+    } finally {
+      await lab.stop();
+    }
+  });
+
+  it('opens a Gitea pull request with label ids, and names a label the repository lacks', async () => {
+    const token = TOKEN;
+    const tea = await startLocalForge({
+      kind: 'gitea',
+      token,
+      root: join(cluster.dir, 'tea'),
+      labels: ['bug', 'flotilla'],
+    });
+    try {
+      const remote = await tea.createRepo('acme/calc');
+      const dir = await workspace(remote);
+      const deliver = `{ forge: gitea, api_url: "${tea.apiUrl}", pull_request: { draft: true, labels: [flotilla, nope] } }`;
+      const status = await runMission(dir, deliver);
+      expect(tea.log.map((r) => `${r.method} ${r.url} ${r.status}`)).toEqual([
+        'GET /repos/acme/calc/pulls?state=open&page=1&limit=50 200',
+        'GET /repos/acme/calc/labels?limit=50 200',
+        'POST /repos/acme/calc/pulls 201',
+      ]);
+      expect(tea.log.every((r) => r.auth === 'token ***')).toBe(true);
+      expect(tea.log[2]?.body).toMatchObject({
+        head: status.branch,
+        base: 'main',
+        title: 'WIP: Add a mean function',
+        labels: [2],
+      });
+      expect(tea.pulls.get('acme/calc')?.[0]?.labels).toEqual(['flotilla']);
+      expect(status.delivery).toMatchObject({
+        state: 'delivered',
+        pullRequest: { forge: 'gitea', number: 1, url: `${tea.url}/acme/calc/pulls/1`, action: 'opened' },
+        error: "label 'nope' does not exist in acme/calc (create it on the forge)",
+      });
+    } finally {
+      await tea.stop();
+    }
   });
 });
