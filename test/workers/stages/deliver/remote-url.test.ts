@@ -36,7 +36,10 @@ describe('the forge of a host and its API', () => {
     ['git.example.com', null, null],
   ])('%s', (host, forge, api) => {
     expect(forgeOfHost(host)).toBe(forge);
-    if (forge) expect(defaultApiUrl(forge, { scheme: 'ssh', host, path: 'a/b' })).toBe(api);
+    if (forge)
+      expect(
+        defaultApiUrl(forge as 'github' | 'gitlab' | 'gitea', { scheme: 'ssh', host, path: 'a/b' }),
+      ).toBe(api);
   });
 
   it('puts a GitHub Enterprise Server API under /api/v3 on its own host and scheme', () => {
