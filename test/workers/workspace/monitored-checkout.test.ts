@@ -91,6 +91,44 @@ describe.each(Object.entries(MONITORS))('with %s', (_name, env: Record<string, s
       await lease.release();
     });
 
+    it.each([
+      [
+        'a link over a folder out of the checkout, a latin-1 name and a nested repository, left as they are',
+        false,
+        true,
+      ],
+      ['the same, committed as git add -A takes them (a link, the bytes, a gitlink)', true, true],
+      ['a link over a folder and a nested repository, committed', true, false],
+    ])('resets what an attempt left to a fresh checkout: %s', async (_how, committed, latin1) => {
+      const { repoDir, lease, target, state, keep } = await leasedAtBase(scratch);
+      const outside = scratch('outside');
+      await write(outside, 'kept.txt', 'behind the link\n');
+      await rm(join(lease.dir, 'lib'), { recursive: true });
+      await symlink(outside, join(lease.dir, 'lib'));
+      if (latin1) await writeFile(Buffer.from(`${lease.dir}/caf\xe9.txt`, 'latin1'), 'latin-1 name\n');
+      await write(lease.dir, 'nested/n.txt', 'nested\n');
+      await git(join(lease.dir, 'nested'), 'init', '-q');
+      await git(join(lease.dir, 'nested'), 'add', 'n.txt');
+      await git(join(lease.dir, 'nested'), ...ID, 'commit', '-q', '-m', 'nested');
+
+      // Committed too (the attempt's commit holds the link and the gitlink), or left as they are.
+      if (committed) {
+        await git(lease.dir, 'add', '-A');
+        await git(lease.dir, ...ID, 'commit', '-q', '-m', 'as git add -A takes it');
+      }
+
+      // The monitor's reset declines these (a link above a path, HEAD moved, a name it cannot
+      // give git) and git walks; either way the checkout must be a fresh one.
+      await resetCheckout(lease.dir, target, keep, state.clean);
+      expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(target);
+      expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+      const own = (tree: Record<string, string>) =>
+        Object.fromEntries(Object.entries(tree).filter(([path]) => !path.startsWith('.planning')));
+      expect(own(await treeOf(lease.dir))).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+      expect(await readFile(join(outside, 'kept.txt'), 'utf8')).toBe('behind the link\n');
+      await lease.release();
+    });
+
     it('resets by the changed paths again and again from one record: it covers every change made since, its own too', async () => {
       const { lease, base, target } = await leasedAtBase(scratch);
       await changeEverything(lease.dir);
