@@ -166,12 +166,39 @@ export const MISSION_SCRIPT = `
         if (state.selected !== id) return;
         detail.innerHTML = text;
         detail.classList.remove('hide');
+        followLive(id);
         if (scroll) detail.scrollIntoView({ block: 'nearest' });
       })
       .catch(function (e) {
         detail.textContent = 'Could not load ' + id + ': ' + e.message;
         detail.classList.remove('hide');
       });
+  }
+
+  // A running task's output, appended as it comes while its detail is open (the last 64 KB kept).
+  var liveTimer = null;
+  function followLive(id) {
+    if (liveTimer) { clearTimeout(liveTimer); liveTimer = null; }
+    var pre = detail.querySelector('pre.live-tail');
+    if (!pre) return;
+    var after = '0';
+    var tick = function () {
+      if (state.selected !== id || !pre.isConnected) return;
+      fetch(base + '/tasks/' + encodeURIComponent(id) + '/live.json?attempt=' + pre.dataset.attempt + '&after=' + after, { headers: { accept: 'application/json' } })
+        .then(function (r) { return r.ok ? r.json() : Promise.reject(new Error(String(r.status))); })
+        .then(function (live) {
+          after = live.last;
+          if (live.text) {
+            var text = (pre.textContent + live.text).slice(-65536);
+            pre.textContent = text;
+            pre.scrollTop = pre.scrollHeight;
+          }
+          if (live.ended) { pre.dataset.ended = live.ended; pre.textContent += '\\n[' + live.ended + ']'; return; }
+          liveTimer = setTimeout(tick, 1000);
+        })
+        .catch(function () { liveTimer = setTimeout(tick, 3000); });
+    };
+    tick();
   }
 
   function fromHash() {

@@ -67,6 +67,7 @@ button.filter.on { border-color: #102a43; background: #e3f2fd; }
 .att-group[data-kind="awaiting_approval"] h3 { color: #00695c; }
 .approval { margin: 8px 0; padding: 8px; border: 1px solid #00897b; background: #e0f2f1; border-radius: 4px; }
 .approval .reason { width: 22em; }
+pre.live-tail { max-height: 22em; overflow: auto; background: #111; color: #e0e0e0; padding: 8px; font-size: 12px; min-height: 3em; }
 .att-group[data-kind="unservable"] h3 { color: #bf360c; }
 .attention ul { list-style: none; margin: 0; padding: 0; }
 li.att { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 13px; padding: 1px 0; }

@@ -288,6 +288,32 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
     });
   }
 
+  // A running task's live output after `after` (a stream id), for the task detail's tail.
+  app.get('/missions/:id/tasks/:task/live.json', async (req, res) => {
+    const id = missionIdOf(String(req.params.id));
+    const attempt = Number(req.query.attempt);
+    if (!Number.isInteger(attempt) || attempt < 1) {
+      res.status(400).json({ error: 'expected ?attempt=N' });
+      return;
+    }
+    const after =
+      typeof req.query.after === 'string' && /^\d+-\d+$/.test(req.query.after) ? req.query.after : '0';
+    const ref = { missionId: id, taskId: String(req.params.task), attempt };
+    const entries = await store.readLiveOutput(ref, after, 0);
+    const ended = entries.find((e) => e.end !== undefined)?.end ?? null;
+    res.setHeader('Cache-Control', 'no-store');
+    res.json({
+      last: entries.at(-1)?.id ?? after,
+      text: entries
+        .map(
+          (e) => (e.skipped ? `[… ${e.skipped} bytes not shown …]\n` : '') + (e.data?.toString('utf8') ?? ''),
+        )
+        .join(''),
+      ended,
+      live: ended === null && (entries.length > 0 || (await store.liveOutputExists(ref))),
+    });
+  });
+
   app.get('/hosts', async (_req, res) => {
     sendPage(res, 'Hosts', renderHostsPage(await listHosts(options.redis, options.prefix)), {
       autoRefreshSec: 10,

@@ -68,5 +68,6 @@ export function renderTaskDetail(input: {
 <div class="nbhd-bar"><span>Neighbourhood: ${near.ids.size} tasks, levels</span> ${levelButtons} <button type="button" class="zoom">actual size</button>${near.truncated ? html` <span class="muted">cut at ${NEIGHBOURHOOD_LIMIT} tasks</span>` : ''}</div>
 <div class="nbhd-box graph-box">${svg}</div>
 </div>
+${state?.status === 'running' ? html`<div class="live-box"><h3>Live output <span class="muted">attempt ${state.attempts}, as its CLI prints it (the last 64 KB here; <code>flotilla logs ${live.shape.id} ${taskId} --follow</code> for all of it)</span></h3><pre class="live-tail" data-attempt="${state.attempts}"></pre></div>` : ''}
 ${renderTask(task, state, attempts, live.shape.id, input.queuesBase, detailHref, input.verdicts)}`;
 }
