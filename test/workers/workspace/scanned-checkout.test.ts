@@ -109,6 +109,24 @@ describe('a warm checkout scanned by its directory record', () => {
     await lease.release();
   });
 
+  it('resets an attempt’s committed link over a folder and nested repository (a gitlink) to a fresh checkout', async () => {
+    const { repoDir, lease, target, keep } = await leasedAtBase(scratch);
+    await rm(join(lease.dir, 'lib'), { recursive: true });
+    await symlink('d', join(lease.dir, 'lib'));
+    await write(lease.dir, 'nested/n.txt', 'nested\n');
+    await git(join(lease.dir, 'nested'), 'init', '-q');
+    await git(join(lease.dir, 'nested'), 'add', 'n.txt');
+    await git(join(lease.dir, 'nested'), ...ID, 'commit', '-q', '-m', 'nested');
+    await git(lease.dir, 'add', '-A');
+    await git(lease.dir, ...ID, 'commit', '-q', '-m', 'as git add -A takes it');
+
+    await resetCheckout(lease.dir, target, keep);
+    expect(await git(lease.dir, 'rev-parse', 'HEAD')).toBe(target);
+    expect(await wholeStatus(lease.dir)).toBe('!! node_modules/');
+    expect(await treeOf(lease.dir)).toEqual(await freshTree(repoDir, target, scratch('fresh')));
+    await lease.release();
+  });
+
   it('leases again and again from records it keeps up to date, each listing and reset exact', async () => {
     const { repoDir, lease: first, pool, base, target } = await leasedAtBase(scratch);
     const dir = first.dir;
