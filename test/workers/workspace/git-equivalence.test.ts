@@ -129,6 +129,19 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'a name that is not UTF-8 in a checkout with a split index (the large trees’ warm checkouts)',
+    base: async (dir) => {
+      for (let i = 0; i < 20; i++) await put(dir, `many/f${i}.txt`, `${i}\n`);
+    },
+    change: async (dir) => {
+      await git(dir, 'config', 'core.splitIndex', 'true');
+      await git(dir, 'update-index', '--split-index');
+      await put(dir, bytes('many/new', [0xff], '.txt'), 'new\n');
+      await writeFile(join(dir, 'many/f3.txt'), 'changed\n');
+      await rm(join(dir, 'many/f4.txt'));
+    },
+  },
+  {
     name: 'a nested repository the agent created',
     base: async (dir) => {
       await put(dir, 'README.md', 'top\n');
