@@ -86,6 +86,7 @@ describe('the environment of every child of a host', () => {
     const boardUser = `board-${token()}`;
     const boardPassword = token();
     const apiToken = token();
+    const forge = { any: token(), github: token(), gitlab: token(), gitea: token() };
     const env: Record<string, string | undefined> = {
       PATH: `${SIM_BIN}${delimiter}${process.env.PATH ?? ''}`,
       FLOTILLA_HOME: home,
@@ -97,6 +98,11 @@ describe('the environment of every child of a host', () => {
       FLOTILLA_BOARD_USER: boardUser,
       FLOTILLA_BOARD_PASSWORD: boardPassword,
       FLOTILLA_API_TOKEN: apiToken,
+      // The tokens delivery opens pull requests with.
+      FLOTILLA_FORGE_TOKEN: forge.any,
+      GITHUB_TOKEN: forge.github,
+      GITLAB_TOKEN: forge.gitlab,
+      GITEA_TOKEN: forge.gitea,
       REDISCLI_AUTH: password,
       LOG_LEVEL: 'silent',
       REDIS_URL: redisUrl,
@@ -105,8 +111,17 @@ describe('the environment of every child of a host', () => {
       WRAPPER_SECRET_COPY: secret,
       BOARD_LOGIN: `${boardUser}:${boardPassword}`,
       CI_BEARER: `Bearer ${apiToken}`,
+      FORGE_TOKEN_COPY: forge.any,
     };
-    const values = [secret, signingKey, boardUser, boardPassword, apiToken, password];
+    const values = [
+      secret,
+      signingKey,
+      boardUser,
+      boardPassword,
+      apiToken,
+      password,
+      ...Object.values(forge),
+    ];
     if (redisUrl) values.push(redisUrl);
     return { env, values };
   }
