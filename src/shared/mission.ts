@@ -38,6 +38,20 @@ const duration = z
     return ms;
   });
 
+/** An attempt's time limit when the mission sets none. */
+export const DEFAULT_TASK_TIMEOUT_MS = 600_000;
+
+/**
+ * How long a CLI run may take: the mission's own `timeout` when it set one (an hours-long task is
+ * the author's call), else the shorter of the task's default and the adapter's `timeout_ms`.
+ */
+export function runTimeoutMs(
+  task: Pick<TaskSpec, 'timeoutMs' | 'timeoutSet'>,
+  adapterTimeoutMs: number,
+): number {
+  return task.timeoutSet ? task.timeoutMs : Math.min(adapterTimeoutMs, task.timeoutMs);
+}
+
 /** How often a running CLI's checkout is saved to the attempt's work-in-progress ref, by default. */
 export const DEFAULT_CHECKPOINT_MS = 120_000;
 /** Shorter intervals would spend more on git than they could save. */
@@ -137,7 +151,7 @@ const onApproveTimeout = z.enum(['fail', 'skip']);
 export const defaultsSchema = z
   .object({
     max_attempts: z.number().int().min(1).max(20).default(3),
-    timeout: duration.default(600_000),
+    timeout: duration.optional().describe('the time limit of one attempt (default 10m)'),
     min_score: z.number().min(0).max(10).default(7),
     control_mode: z.enum(CONTROL_MODES).default('guarded'),
     backoff: duration.default(5_000),
@@ -325,7 +339,14 @@ export interface TaskSpec {
   readonly cli?: string;
   readonly controlMode: (typeof CONTROL_MODES)[number];
   readonly maxAttempts: number;
+  /** The time limit of one attempt: `timeout`, else DEFAULT_TASK_TIMEOUT_MS. */
   readonly timeoutMs: number;
+  /**
+   * The mission set `timeout` (on the task or in `defaults`): it is the run's limit whatever the
+   * adapter's `timeout_ms`, so an hours-long task is not cut at the CLI's default. Absent: the
+   * shorter of the two, as DESIGN.md has it.
+   */
+  readonly timeoutSet?: true;
   readonly minScore: number;
   readonly backoffMs: number;
   /**
@@ -451,7 +472,8 @@ export function normalizeTask(
     cli: task.cli ?? defaults.cli,
     controlMode: task.control_mode ?? defaults.control_mode,
     maxAttempts: task.max_attempts ?? defaults.max_attempts,
-    timeoutMs: task.timeout ?? defaults.timeout,
+    timeoutMs: task.timeout ?? defaults.timeout ?? DEFAULT_TASK_TIMEOUT_MS,
+    ...((task.timeout ?? defaults.timeout) !== undefined ? { timeoutSet: true as const } : {}),
     minScore: task.min_score ?? defaults.min_score,
     backoffMs: defaults.backoff,
     ...((task.escalate ?? defaults.escalate).length ? { escalate: task.escalate ?? defaults.escalate } : {}),

@@ -1,6 +1,7 @@
 import type { Job } from 'bullmq';
 import type { CriticResult, StageJobData, VerifyResult } from '../../../shared/contracts.js';
 import { FlotillaError } from '../../../shared/errors.js';
+import { runTimeoutMs } from '../../../shared/mission.js';
 import { pickReviewer } from '../../../shared/queue/match.js';
 import { printedTooMuch } from '../../agent/collect-result.js';
 import { resolveModel } from '../../agent/invocation.js';
@@ -134,7 +135,7 @@ export async function reviewAttempt(
       paths,
       prompt,
       model: resolveModel(adapter, 'check'),
-      timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+      timeoutMs: runTimeoutMs(task, adapter.config.timeout_ms),
       signal,
     });
     const escaped =

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { dispatchTaskId, type RunJobData, type RunResult } from '../../../shared/contracts.js';
 import { FlotillaError } from '../../../shared/errors.js';
-import type { TaskSpec } from '../../../shared/mission.js';
+import { runTimeoutMs, type TaskSpec } from '../../../shared/mission.js';
 import { promptTooLarge, resolveModel } from '../../agent/invocation.js';
 import { dispatchPaths } from '../../agent/invoke.js';
 import { tail } from '../../agent/spawn.js';
@@ -224,7 +224,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
       paths,
       prompt,
       model,
-      timeoutMs: Math.min(adapter.config.timeout_ms, task.timeoutMs),
+      timeoutMs: runTimeoutMs(task, adapter.config.timeout_ms),
       signal: input.signal,
     },
     { missionId, taskId, attempt },
