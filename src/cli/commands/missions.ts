@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { FlotillaClient } from '../../client.js';
 import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
-import { ATTEMPT_REF_PREFIX } from '../../shared/contracts.js';
+import { ATTEMPT_REF_PREFIX, type DeliveryStatus } from '../../shared/contracts.js';
 import { formatProblem } from '../../shared/errors.js';
 import { formatEventLine } from '../../shared/event-line.js';
 import type { HostFacts } from '../../shared/host-facts.js';
@@ -100,9 +100,27 @@ export async function status(
             `  ${t.id} asks: ${JSON.stringify(t.questions)} — answer with: flotilla answer ${s.id} ${t.id} "…"`,
           );
       }
+      if (s.delivery) io.out(describeDelivery(s.id, s.delivery));
     }
     return 0;
   });
+}
+
+/** The status table's delivery line: where it stands, the pull request, or why not and what next. */
+export function describeDelivery(id: string, d: DeliveryStatus): string {
+  const pr = d.pullRequest ? `; pull request ${d.pullRequest.url} (${d.pullRequest.action})` : '';
+  switch (d.state) {
+    case 'delivered':
+      return `delivery: ${d.branch} pushed to ${d.remote ?? 'the remote'}${pr}`;
+    case 'failed':
+      return `delivery failed after ${d.tries} ${d.tries === 1 ? 'try' : 'tries'}: ${d.error ?? ''} — try again with: flotilla deliver ${id}`;
+    case 'retrying':
+      return `delivery: try ${d.tries} failed (${d.error ?? ''}); tries again${d.nextTryAt ? ` at ${d.nextTryAt}` : ''}`;
+    case 'skipped':
+      return `delivery: skipped (${d.error ?? ''})`;
+    default:
+      return `delivery: ${d.state}`;
+  }
 }
 
 /** `report`: the audit trail in one folder — every attempt's prompt, result, criteria output and verdict. */

@@ -162,6 +162,14 @@ describe('deliver: a GitHub pull request through the local forge', () => {
     expect(await cluster.client.summary(status.id)).toContain(
       `Pull request: ${forge.url}/acme/calc/pull/1 (#1, opened)`,
     );
+    const shown = await runFlotilla({ redisUrl: cluster.redis.url, prefix: cluster.config.prefix }, [
+      'status',
+      status.id,
+    ]);
+    expect(shown.stdout).toContain(
+      `delivery: ${status.branch} pushed to origin; pull request ${forge.url}/acme/calc/pull/1 (opened)`,
+    );
+    console.log(`local forge request log (a mission ending in an opened PR):\n${forge.formatLog()}`);
   });
 
   it('tries again after a 500: the second try opens the one pull request', async () => {
