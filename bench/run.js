@@ -20,6 +20,7 @@
  *   node bench/run.js index-update --sizes 1000,10000,40000 --runs 10   # the index moved in-process against git
  *   node bench/run.js fs-calls --n 3000 --runs 3   # one file call, asynchronous against synchronous
  *   node bench/run.js output --sizes 1,100,1000 --streams stdout,stderr   # a loud agent: host peak RSS and outcome by MB printed
+ *   node bench/run.js long-run --n 20             # a 20-minute agent run on the defaults (not in the default set)
  *   node bench/run.js … --json results.json         # also write every figure as JSON
  *
  * Every benchmark starts its own redis-server on a free loopback port and needs `npm run build`.
@@ -44,6 +45,7 @@ const BENCHMARKS = {
   'index-update': () => import('./index-update.js'),
   'fs-calls': () => import('./fs-calls.js'),
   output: () => import('./output.js'),
+  'long-run': () => import('./long-run.js'),
 };
 
 const { values, positionals } = parseArgs({
@@ -108,6 +110,7 @@ if (values.help) {
   index-update --sizes 1000,10000,40000 --runs 10   (the checkout's index moved in-process against git update-index, by index size)
   fs-calls  --n 3000 --runs 3   (one file call's CPU and wall, asynchronous against synchronous; a new file against a rewrite)
   output    --sizes 1,100,1000 --streams stdout,stderr --runs 1   (a task whose agent prints that many MB: its outcome and the host's peak RSS)
+  long-run  --n 20   (one agent run of that many minutes on the default lock, heartbeat and checkpoints: lock left, checkpoints, RSS)
   --runs applies to every benchmark chosen; defaults: overhead 1, schedule 2, scale 1, recovery 2, bullmq 3`);
   process.exit(0);
 }
