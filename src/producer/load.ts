@@ -332,6 +332,7 @@ function normalizeMission(
     agents,
     tasks: data.tasks.map((task) => normalizeTask(task, data.defaults, data)),
     ...(data.deliver ? { deliver: normalizeDeliver(data.deliver) } : {}),
+    ...(data.on_finish ? { onFinish: data.on_finish } : {}),
   };
 }
 

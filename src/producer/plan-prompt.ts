@@ -102,6 +102,7 @@ const MISSION_HINTS: Record<keyof typeof missionSchema.shape, string> = {
   setup_inputs: 'files whose change re-runs setup; leave out (the usual lockfiles)',
   notify: 'webhooks; leave out',
   tasks: `the list of ${MIN_PLAN_TASKS} to ${MAX_PLAN_TASKS} tasks`,
+  on_finish: 'a command run when the mission ends; leave out',
   deliver:
     'where the finished branch goes (a push, a pull request); leave out: the person who runs the mission decides',
 };

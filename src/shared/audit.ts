@@ -14,8 +14,16 @@ export const AUDIT_STAGES = [
   'cancel',
   'mission',
   'delivery',
+  'finish',
 ] as const;
 export type AuditStage = (typeof AUDIT_STAGES)[number];
+
+/**
+ * What happens after the mission's end, and so after its receipt is signed: delivery (the pull
+ * request carries the receipt) and the `on_finish` command. Their entries may follow the signed
+ * trail; `flotilla verify` accepts them there and nothing else.
+ */
+export const AFTER_RECEIPT_STAGES: readonly AuditStage[] = ['delivery', 'finish'];
 
 export const GATE_ACTIONS = ['approve', 'retry', 'fail', 'pause', 'hold', 'skip', 'cancel'] as const;
 export type GateAction = (typeof GATE_ACTIONS)[number];
@@ -189,6 +197,16 @@ export type AuditEvent =
       readonly willRetry?: boolean;
       readonly tries?: number;
     }
+  /** The mission's `on_finish` command ran (or could not start), once the end was told. */
+  | {
+      readonly kind: 'on-finish';
+      readonly command: readonly string[];
+      readonly exitCode: number | null;
+      readonly timedOut: boolean;
+      readonly durationMs: number;
+      /** The last lines of its output, or why it did not start. */
+      readonly tail: string;
+    }
   | {
       readonly kind: 'mission';
       /** `workspace`: what preparing the workspace did that a person should hear about (`note`). */
@@ -259,6 +277,8 @@ export function renderAuditEvent(event: AuditEvent): string {
       return `answered: ${event.text}`;
     case 'delivery':
       return renderDelivery(event);
+    case 'on-finish':
+      return `on_finish ${event.command.join(' ')}: ${event.timedOut ? 'timed out' : `exited ${event.exitCode ?? 'by signal'}`} after ${Math.round(event.durationMs / 1000)}s${event.tail ? ` — ${event.tail.split('\n').filter(Boolean).slice(-1)[0] ?? ''}` : ''}`;
     case 'mission':
       if (event.action === 'workspace') return event.note ?? 'workspace prepared';
       return event.action === 'submitted'

@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { AFTER_RECEIPT_STAGES } from './audit.js';
 import { type ChainCheck, checkChain } from './audit-chain.js';
 import { canonicalJson } from './canonical-json.js';
 import type { AuditEntry } from './contracts.js';
@@ -62,7 +63,8 @@ export function checkReceipt(facts: VerifyFacts): VerifyReport {
     if (trail) fail(trail);
     else {
       const after = facts.store.audit.length - receipt.audit.count;
-      const delivery = after > 0 ? `; ${after} delivery entr${after === 1 ? 'y' : 'ies'} follow it` : '';
+      const delivery =
+        after > 0 ? `; ${after} delivery or on_finish entr${after === 1 ? 'y' : 'ies'} follow it` : '';
       lines.push(
         `✓ audit trail: ${receipt.audit.count} entries recomputed from Redis, chain head matches${delivery}`,
       );
@@ -108,9 +110,9 @@ function compareTrail(receipt: Receipt, chain: ChainCheck, audit: readonly Audit
   if (chain.hashes.length < signed.length) {
     return `audit entry ${chain.hashes.length + 1}: missing from the trail (the receipt signed ${signed.length} entries, Redis holds ${chain.hashes.length})`;
   }
-  // Delivery is recorded after the receipt is signed (the pull request carries the receipt).
+  // Delivery and on_finish are recorded after the receipt is signed (the pull request carries it).
   const later = audit.slice(signed.length);
-  const other = later.findIndex((entry) => entry.stage !== 'delivery');
+  const other = later.findIndex((entry) => !AFTER_RECEIPT_STAGES.includes(entry.stage));
   if (other !== -1) {
     const n = signed.length + other;
     return `audit entry ${n + 1}${describe(audit[n])}: written after the receipt was signed`;

@@ -262,7 +262,10 @@ const deliverSchema = z
       .default(['done']),
     forge: z.enum(FORGES).optional(),
     /** The forge's REST API root, for a self-hosted forge (https://git.example.com/api/v1). */
-    api_url: z.url({ protocol: /^https?$/ }).optional(),
+    api_url: z
+      .string()
+      .regex(/^https?:\/\/[^\s/]+/, 'expected an http(s) URL like https://git.example.com/api/v1')
+      .optional(),
     pull_request: z
       .object({
         /** The branch the pull request merges into; default the mission's `base`, else the remote's HEAD. */
@@ -297,6 +300,13 @@ export const missionSchema = z
       .array(taskSchema)
       .min(1, 'expected at least one task')
       .describe('the tasks; each starts when the tasks it depends_on are done'),
+    on_finish: z
+      .array(z.string().min(1))
+      .min(1, 'expected a command and its arguments, like [scripts/announce.sh, --channel, dev]')
+      .optional()
+      .describe(
+        'a command and its arguments (no shell) the finishing host runs once the mission has ended, with its facts in FLOTILLA_* variables',
+      ),
     deliver: deliverSchema
       .optional()
       .describe('where the integration branch goes when the mission ends: a push, and a pull request'),
@@ -391,6 +401,8 @@ export interface MissionSpec {
   readonly tasks: readonly TaskSpec[];
   /** `deliver`: absent, the branch stays in the workspace repository and nothing is pushed. */
   readonly deliver?: DeliverSpec;
+  /** `on_finish`: the command and its arguments run when the mission has ended (finalize/on-finish.ts). */
+  readonly onFinish?: readonly string[];
 }
 
 /** `deliver` with its defaults resolved, as stored in the spec (camelCase like the rest of it). */

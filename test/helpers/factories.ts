@@ -97,6 +97,8 @@ function stageOf(event: AuditEvent): AuditEntry['stage'] {
     case 'checkpoint-failed':
     case 'resumed':
       return 'run';
+    case 'on-finish':
+      return 'finish';
     default:
       return event.kind;
   }

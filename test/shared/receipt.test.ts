@@ -238,7 +238,7 @@ describe('checkReceipt', () => {
     const later = chained('m1', [...trail.map(({ chain: _c, ...e }) => e), delivery, delivery]);
     const report = checkReceipt(facts({ store: { audit: later, rebuilt: body } }));
     expect(report).toMatchObject({ ok: true, firstProblem: null });
-    expect(report.lines.join('\n')).toContain('2 delivery entries follow it');
+    expect(report.lines.join('\n')).toContain('2 delivery or on_finish entries follow it');
     const mixed = chained('m1', [
       ...trail.map(({ chain: _c, ...e }) => e),
       delivery,

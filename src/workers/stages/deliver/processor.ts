@@ -1,8 +1,8 @@
 import type { Job } from 'bullmq';
 import type { DeliverJobData } from '../../../shared/contracts.js';
 import type { HostContext } from '../context.js';
+import { missionEnded } from '../finalize/processor.js';
 import { assertSigned } from '../job-guard.js';
-import { notifyFinished } from '../notify/occurrences.js';
 import type { DeliverContext } from './deliver.js';
 import { settle, tryDelivery } from './try-delivery.js';
 
@@ -28,7 +28,7 @@ export async function deliverMission(
     // BullMQ's exponential backoff: delay × 2^(attempts made − 1), counted after this one.
     nextTryInMs: backoff * 2 ** job.attemptsMade,
     missions: ctx.missions,
-    onEnd: (summary) => notifyFinished(ctx, missionId, summary),
+    onEnd: (summary) => missionEnded(ctx, missionId, summary),
   });
   if (delivery.state === 'retrying')
     throw new Error(`delivery try failed, retrying: ${delivery.error ?? ''}`);
@@ -57,7 +57,7 @@ export async function deliverJobFailed(ctx: HostContext, job: Job<DeliverJobData
   await ctx.store.setDelivery(missionId, delivery);
   await settle(deliverContext(ctx), missionId, delivery, {
     missions: ctx.missions,
-    onEnd: (summary) => notifyFinished(ctx, missionId, summary),
+    onEnd: (summary) => missionEnded(ctx, missionId, summary),
   });
 }
 

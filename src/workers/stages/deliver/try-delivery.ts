@@ -105,6 +105,7 @@ export async function settle(
       missionId,
       meta.status,
       summary,
+      options.onEnd,
     );
     return;
   }

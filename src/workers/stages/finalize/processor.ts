@@ -10,6 +10,7 @@ import { assertSigned } from '../job-guard.js';
 import { notifyFinished } from '../notify/occurrences.js';
 import { announceEnd, SUMMARY_BEFORE_DELIVERY } from './announce.js';
 import { type MissionEnd, readMissionEnd, receiptBody } from './collect-receipt.js';
+import { runOnFinish } from './on-finish.js';
 import { formatDeliveryLines, formatSummary } from './summary.js';
 
 /**
@@ -52,7 +53,7 @@ export async function finalizeMission(
   ).catch((error: unknown) =>
     ctx.logger.warn({ missionId, err: error }, 'could not delete leftover checkpoint refs'),
   );
-  const told = (text: string) => notifyFinished(ctx, missionId, text);
+  const told = (text: string) => missionEnded(ctx, missionId, text);
   const deliver = end.record.spec.deliver;
   if (!deliver) {
     await announceEnd(ctx, missionId, status.status, summary, told);
@@ -123,4 +124,10 @@ async function writeReceipt(ctx: HostContext, end: MissionEnd): Promise<void> {
     );
   }
   await ctx.store.setReceipt(missionId, receipt);
+}
+
+/** Who hears of the mission's end besides its followers: the finished webhook, then `on_finish`. */
+export async function missionEnded(ctx: HostContext, missionId: string, summary: string): Promise<void> {
+  await notifyFinished(ctx, missionId, summary);
+  await runOnFinish(ctx, missionId, summary);
 }

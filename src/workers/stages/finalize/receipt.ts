@@ -1,3 +1,4 @@
+import { AFTER_RECEIPT_STAGES } from '../../../shared/audit.js';
 import { hashJson, sha256Hex } from '../../../shared/canonical-json.js';
 import type { AuditEntry } from '../../../shared/contracts.js';
 import { RECEIPT_FORMAT, type ReceiptAttempt, type ReceiptBody } from '../../../shared/receipt.js';
@@ -54,13 +55,13 @@ export function buildReceipt(input: ReceiptInput): ReceiptBody {
 }
 
 /**
- * The trail a receipt signs: all of it but the delivery entries at its end. Delivery happens after
+ * The trail a receipt signs: all of it but the delivery and on_finish entries at its end. Delivery happens after
  * the receipt is signed (the PR body carries the receipt), so a receipt rebuilt later, by
  * `flotilla verify` or a replayed finalize, is the same one.
  */
 export function signedEntries(audit: readonly AuditEntry[]): readonly AuditEntry[] {
   let end = audit.length;
-  while (end > 0 && audit[end - 1]?.stage === 'delivery') end--;
+  while (end > 0 && AFTER_RECEIPT_STAGES.includes(audit[end - 1]?.stage ?? 'mission')) end--;
   return end === audit.length ? audit : audit.slice(0, end);
 }
 
