@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chmod, link, mkdir, open, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -204,9 +204,12 @@ type End = { code: number | null; signal: NodeJS.Signals | null } | 'not-install
  * that started it when others still hold leases.
  */
 async function startServer(paths: HomeRedisPaths): Promise<Started> {
+  await rotateLog(paths.logFile);
   const args = ['--port', '0', '--unixsocket', paths.socket, '--unixsocketperm', '700'];
   args.push('--dir', paths.dir, '--appendonly', 'yes', '--save', '');
-  args.push('--pidfile', paths.pidFile, '--logfile', paths.logFile, '--maxmemory-policy', 'noeviction');
+  // Warnings only: a server started and stopped by every command would otherwise log ~1.5 KB a time.
+  args.push('--pidfile', paths.pidFile, '--logfile', paths.logFile, '--loglevel', 'warning');
+  args.push('--maxmemory-policy', 'noeviction');
   const child = spawn('redis-server', args, { detached: true, stdio: 'ignore' });
   const exited = new Promise<End>((resolve) => {
     child.once('error', (error: NodeJS.ErrnoException) =>
@@ -237,6 +240,18 @@ async function startServer(paths: HomeRedisPaths): Promise<Started> {
     await sleep(25);
   }
   return { child, exited };
+}
+
+/** Past this the log becomes `redis.log.1` (the one before it goes), so two files bound it. */
+const LOG_ROTATE_BYTES = 1_000_000;
+
+/** Every start adds about a kilobyte of startup lines; under the lock, before a server starts. */
+async function rotateLog(file: string): Promise<void> {
+  const size = await stat(file).then(
+    (info) => info.size,
+    () => 0,
+  );
+  if (size > LOG_ROTATE_BYTES) await rename(file, `${file}.1`);
 }
 
 /** One PING over the socket. */

@@ -344,6 +344,26 @@ describe('flotilla without REDIS_URL: the home keeps a private Redis that rememb
     expect(await homeServers(m.home)).toEqual([]);
   });
 
+  it('keeps its log bounded, and refuses a home too deep for a socket path with the reason', async () => {
+    const m = await machine();
+    await mkdir(join(m.home, 'redis'), { recursive: true });
+    await writeFile(join(m.home, 'redis', 'redis.log'), 'x'.repeat(1_100_000));
+    const status = await m.flotilla('status');
+    expect(status.exitCode, status.stderr).toBe(0);
+    expect((await stat(join(m.home, 'redis', 'redis.log.1'))).size).toBe(1_100_000);
+    expect((await stat(join(m.home, 'redis', 'redis.log'))).size).toBeLessThan(100_000);
+
+    const deep = join(m.folder, 'd'.repeat(120));
+    const refused = await execa('node', [BIN, 'status'], {
+      env: { ...m.env, FLOTILLA_HOME: deep },
+      extendEnv: false,
+      reject: false,
+    });
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toContain('is longer than a unix socket path may be');
+    expect(refused.stderr).toContain('set a shorter FLOTILLA_HOME or set REDIS_URL');
+  });
+
   it('prune takes old missions out of the home Redis and its append-only file', async () => {
     const m = await machine();
     const big = `- write: {path: big.txt, content: ${'x'.repeat(200_000)}}`;
