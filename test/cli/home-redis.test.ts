@@ -52,8 +52,9 @@ interface Running {
   readonly exit: Promise<number | null>;
 }
 
-function start(args: string[], env: NodeJS.ProcessEnv): Running {
-  const child = spawn('node', [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** In `cwd`: a host watches the directory it starts in, so never the repository the tests run in. */
+function start(args: string[], env: NodeJS.ProcessEnv, cwd: string): Running {
+  const child = spawn('node', [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const running: Running = {
     child,
     stdout: '',
@@ -152,7 +153,7 @@ describe('flotilla without REDIS_URL: the home keeps a private Redis that rememb
     const flotilla = (...args: string[]) =>
       execa('node', [BIN, ...args], { env, extendEnv: false, reject: false, cwd: folder });
     const startRun = (file: string) => {
-      const running = start(['run', file, '--adapters', SIM_ADAPTERS], env);
+      const running = start(['run', file, '--adapters', SIM_ADAPTERS], env, folder);
       children.push(running);
       return running;
     };
@@ -192,7 +193,7 @@ describe('flotilla without REDIS_URL: the home keeps a private Redis that rememb
     expect(JSON.parse(receipt.stdout)).toMatchObject({ mission: { id, status: 'done' } });
 
     const port = await getFreePort();
-    const board = start(['board', '--port', String(port)], m.env);
+    const board = start(['board', '--port', String(port)], m.env, m.folder);
     children.push(board);
     await until('the board to listen', () => board.stdout.includes('flotilla board:'));
     const page = await (await fetch(`http://127.0.0.1:${port}/`)).text();
@@ -287,20 +288,9 @@ describe('flotilla without REDIS_URL: the home keeps a private Redis that rememb
 
   it('a worker and submit with no REDIS_URL meet on the home Redis, signed', async () => {
     const m = await machine();
-    const worker = start(['worker', '--adapters', SIM_ADAPTERS, '--host-id', 'here'], {
-      ...m.env,
-      LOG_LEVEL: 'info',
-    });
+    const worker = start(['worker', '--adapters', SIM_ADAPTERS, '--host-id', 'here'], m.env, m.folder);
     children.push(worker);
-    await until('the worker to serve', async () => (await m.flotilla('hosts')).stdout.includes('here')).catch(
-      async (error: Error) => {
-        const listing = await readdir(join(m.home, 'redis')).catch(() => []);
-        const last = await m.flotilla('hosts');
-        throw new Error(
-          `${error.message}: ${worker.stdout}${worker.stderr} ${listing.join(',')} ${last.stdout} ${last.stderr}`,
-        );
-      },
-    );
+    await until('the worker to serve', async () => (await m.flotilla('hosts')).stdout.includes('here'));
     const file = await m.write(
       mission('submitted mission', [{ id: 'one', steps: '- write: {path: one.txt, content: one}' }]),
     );
