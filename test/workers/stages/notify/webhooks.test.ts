@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyBody } from '../../../../src/shared/notify.js';
 import { indent, sim, startCluster, type TestCluster } from '../../../helpers/flotilla.js';
@@ -146,5 +147,36 @@ describe('notify: webhooks', () => {
       taken().find((r) => r.event === 'task.awaiting_approval')?.raw ?? '{}',
     ) as NotifyBody;
     expect(waiting.task?.heldAt).toEqual(expect.any(String));
+  }, 240_000);
+
+  it('tells a mission with deliver: finished once its delivery settled, the summary saying where it went', async () => {
+    const bare = `${cluster.dir}/finished-origin.git`;
+    await execa('git', ['init', '--bare', '--quiet', bare]);
+    const id = await cluster.submit(
+      [
+        'goal: Deliver then tell',
+        'workspace: ./ws',
+        'defaults: { critic: false, timeout: 60s }',
+        `deliver: { push: ${JSON.stringify(bare)} }`,
+        'notify:',
+        `  - url: ${base}/delivered`,
+        '    events: [mission.finished]',
+        'tasks:',
+        '  - id: a',
+        '    title: A',
+        '    exit_criteria: ["test -f a.txt"]',
+        '    description: |',
+        indent(sim('- write: {path: a.txt, content: "a"}')),
+      ].join('\n'),
+    );
+    const final = await cluster.client.wait(id, { pollMs: 200, timeoutMs: 120_000 });
+    expect(final.delivery?.state).toBe('delivered');
+    const taken = await until('mission.finished taken', () =>
+      log.find((r) => r.path === '/delivered' && r.answered === 200),
+    );
+    const body = JSON.parse(taken.raw) as NotifyBody;
+    expect(body).toMatchObject({ event: 'mission.finished', mission: { id, status: 'done' } });
+    expect(body.summary).toContain(`Delivered: flotilla/${id} pushed to ${bare}`);
+    expect(log.filter((r) => r.path === '/delivered' && r.answered === 200)).toHaveLength(1);
   }, 240_000);
 });
