@@ -196,7 +196,7 @@ export function renderMissionPage(input: MissionPageInput): SafeHtml {
   const rows = full ? new Map(full.status.tasks.map((t) => [t.id, t])) : null;
   return html`<div id="mission" data-mission="${id}" data-size="${full ? 'small' : 'large'}" data-live="${live.status === 'running' ? 'on' : 'done'}" data-event="${live.eventId}">
 <h1 class="goal">${live.shape.goal}</h1>
-<section id="overview">${renderOverview(live.overview, { id, status: live.status, finishedAt: live.finishedAt, queuesBase: input.queuesBase })}</section>
+<section id="overview">${renderOverview(live.overview, { id, status: live.status, finishedAt: live.finishedAt, queuesBase: input.queuesBase, delivery: live.delivery })}</section>
 <section id="detail" class="card hide" data-levels="2" aria-live="polite"></section>
 ${input.summary ? html`<h2>Summary</h2><pre class="summary">${input.summary}</pre>` : ''}
 ${full ? renderFullGraph(live) : ''}

@@ -1,4 +1,9 @@
-import { type MissionStatus, TASK_STATUSES, type TaskStatus } from '../shared/contracts.js';
+import {
+  type DeliveryStatus,
+  type MissionStatus,
+  TASK_STATUSES,
+  type TaskStatus,
+} from '../shared/contracts.js';
 import { formatDuration } from '../shared/duration.js';
 import { html, type SafeHtml } from './html.js';
 import {
@@ -41,6 +46,20 @@ export interface OverviewFacts {
   readonly status: MissionStatus;
   readonly finishedAt: string | null;
   readonly queuesBase: string;
+  readonly delivery?: DeliveryStatus | null;
+}
+
+/** Where the branch went: the pull request's link, or the delivery's state and why. */
+function renderDelivery(delivery: DeliveryStatus | null | undefined): SafeHtml | string {
+  if (!delivery) return '';
+  const pr = delivery.pullRequest;
+  if (delivery.state === 'delivered' && pr && /^https?:\/\//.test(pr.url)) {
+    return html`<div class="delivery" data-state="delivered"><span>pull request</span><a href="${pr.url}">#${String(pr.number)}</a> <span class="muted">(${pr.action})</span></div>`;
+  }
+  const why = delivery.error
+    ? html` <span class="${delivery.state === 'failed' ? 'error' : 'muted'}">${delivery.error}</span>`
+    : '';
+  return html`<div class="delivery" data-state="${delivery.state}"><span>delivery</span>${delivery.state}${why}</div>`;
 }
 
 function percent(part: number, whole: number): string {
@@ -155,6 +174,7 @@ export function renderOverview(overview: Overview, facts: OverviewFacts): SafeHt
 <div><span>${running ? 'running for' : 'took'}</span>${formatDuration(overview.elapsedMs)}</div>
 ${renderEstimate(overview, facts)}
 <div><span>cost</span>${formatCost(overview.costUsd)}</div>
+${renderDelivery(facts.delivery)}
 ${renderHosts(overview)}
 <div><a href="/missions/${encodeURIComponent(facts.id)}.json">status JSON</a> · <a href="${facts.queuesBase}">Bull Board</a></div>
 </div>

@@ -1,4 +1,4 @@
-import type { MissionStatus, TaskState } from '../shared/contracts.js';
+import type { DeliveryStatus, MissionStatus, TaskState } from '../shared/contracts.js';
 import { FlotillaError } from '../shared/errors.js';
 import type { TaskSpec } from '../shared/mission.js';
 import type { MissionStore } from '../shared/store/mission-store.js';
@@ -40,6 +40,8 @@ export interface LiveMission {
   readonly shape: MissionShape;
   readonly status: MissionStatus;
   readonly finishedAt: string | null;
+  /** Where the mission's delivery stands (`deliver:`), once it ended; null without one. */
+  readonly delivery: DeliveryStatus | null;
   readonly states: Readonly<Record<string, TaskState>>;
   readonly hosts: readonly HostInfo[];
   readonly overview: Overview;
@@ -68,7 +70,13 @@ export function shapeOf(
 /** The live view from what was read; pure, so tests build one without Redis. */
 export function liveMissionOf(input: {
   readonly shape: MissionShape;
-  readonly meta: { status: MissionStatus; createdAt: string; finishedAt: string | null; costUsd: number };
+  readonly meta: {
+    status: MissionStatus;
+    createdAt: string;
+    finishedAt: string | null;
+    costUsd: number;
+    delivery?: DeliveryStatus | null;
+  };
   readonly states: Readonly<Record<string, TaskState>>;
   readonly hosts: readonly HostInfo[];
   readonly eventId: string;
@@ -90,6 +98,7 @@ export function liveMissionOf(input: {
     shape,
     status: meta.status,
     finishedAt: meta.finishedAt,
+    delivery: meta.delivery ?? null,
     states,
     hosts,
     overview,

@@ -224,6 +224,7 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
         status: live.status,
         finishedAt: live.finishedAt,
         queuesBase: QUEUES_BASE,
+        delivery: live.delivery,
       }).value,
       ...(since === live.eventId ? {} : { s: statusCodes(live), cp: criticalIndices(live) }),
     });

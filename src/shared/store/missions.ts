@@ -140,8 +140,8 @@ export class Missions {
    * The mission's facts without its spec: the spec of a 10,000-task mission is megabytes and never
    * changes, so a reader that already holds it (the board) asks only for these.
    */
-  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit' | 'delivery'> | null> {
-    const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd] = await this.redis.hmget(
+  async getMissionMeta(id: string): Promise<Omit<MissionMeta, 'repo' | 'baseCommit'> | null> {
+    const [rawId, goal, status, createdAt, finishedAt, cancelled, costUsd, delivery] = await this.redis.hmget(
       missionKeys(this.prefix, id).meta,
       'id',
       'goal',
@@ -150,6 +150,7 @@ export class Missions {
       'finishedAt',
       'cancelled',
       'costUsd',
+      'delivery',
     );
     if (!rawId) return null;
     return {
@@ -160,6 +161,7 @@ export class Missions {
       finishedAt: finishedAt ?? null,
       cancelled: cancelled === '1',
       costUsd: Number(costUsd ?? 0),
+      delivery: delivery ? (JSON.parse(delivery) as DeliveryStatus) : null,
     };
   }
 
