@@ -292,6 +292,13 @@ async function seedFinishedMission(store: MissionStore, id: string): Promise<voi
   await store.setMetaField(id, 'summary', formatSummary(status, { repo: SPEC.workspace, spawned: 2 }));
 }
 
+const FACTS = {
+  os: 'linux',
+  arch: 'x64',
+  tools: { git: '2.39.5', node: '20.20.2', docker: null },
+  labels: { gpu: 'a100', region: 'eu' },
+};
+
 function host(hostId: string, capabilities: string[]): HostInfo {
   const now = new Date().toISOString();
   return {
@@ -313,6 +320,45 @@ const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 describe('board: mission view in a real browser', () => {
+  it('shows each host with its machine, tools and labels on the hosts page', async () => {
+    const redis = await connect();
+    const prefix = server.prefix();
+    await publishHost(
+      redis,
+      prefix,
+      { ...host('build-linux-1', ['code_implementation', 'testing']), facts: FACTS },
+      60_000,
+    );
+    await publishHost(
+      redis,
+      prefix,
+      {
+        ...host('mac-mini-2', ['code_implementation']),
+        facts: {
+          os: 'darwin',
+          arch: 'arm64',
+          tools: { git: '2.45.0', node: '22.4.0', xcodebuild: '16.1' },
+          labels: { region: 'us' },
+        },
+      },
+      60_000,
+    );
+    const boardServer = await startBoard({ redis, prefix });
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 400 } });
+    cleanups.push(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${boardServer.url}/hosts`);
+    expect(await page.locator('tr[data-host="mac-mini-2"] td.host-facts').innerText()).toContain('darwin/arm64');
+    expect(await page.locator('tr[data-host="build-linux-1"] td.host-facts').innerText()).toContain(
+      'docker absent',
+    );
+    const shot =
+      process.env.UPDATE_SCREENSHOT === '1'
+        ? join(ROOT, 'docs', 'board-hosts.png')
+        : await tempFile('hosts.png');
+    await page.screenshot({ path: shot, fullPage: true });
+  });
+
   let browser: Browser | undefined;
 
   beforeAll(async () => {
@@ -537,6 +583,14 @@ describe('board: HTTP', () => {
     const hostsPage = await (await fetch(`${boardServer.url}/hosts`)).text();
     expect(hostsPage).toContain('host-&lt;b&gt;');
     expect(hostsPage).toContain('Claude Code');
+    // The machine, as tasks' requires match it; a host of an older version reports none.
+    expect(hostsPage).toContain('not reported');
+    await publishHost(redis, prefix, { ...host('host-<b>', ['code_implementation']), facts: FACTS }, 60_000);
+    const withFacts = await (await fetch(`${boardServer.url}/hosts`)).text();
+    expect(withFacts).toContain('<strong>linux/x64</strong>');
+    expect(withFacts).toMatch(/node <span class="muted">20\.20\.2<\/span>/);
+    expect(withFacts).toContain('docker absent');
+    expect(withFacts).toContain('<code>gpu=a100</code>');
 
     const metrics = await fetch(`${boardServer.url}/metrics`);
     expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');

@@ -8,11 +8,18 @@ import { FlotillaError } from '../../shared/errors.js';
  * `flotilla worker --sandbox`: every agent CLI runs under bubblewrap (`bwrap`, Debian's
  * `bubblewrap`) with the whole file system read-only except its checkout, a private /tmp and the
  * CLI's own config and cache folders (the adapter's `sandbox_writable`), so an agent can never
- * write outside its checkout. The network stays shared: the CLIs need their APIs.
+ * write outside its checkout. It also runs in a PID namespace of its own, so the host's processes
+ * (flotilla's, and their environments under /proc) are not there to read, and what the host keeps
+ * of the cluster (the machine's Redis socket, password and job secret under FLOTILLA_HOME's
+ * `redis/`) is hidden behind an empty folder. The network stays shared: the CLIs need their APIs,
+ * so a Redis on a TCP port (REDIS_URL) is reachable if an agent knew where and how (it is not in
+ * its environment).
  */
 export interface Sandbox {
   /** The bwrap program; `bwrap` on PATH unless a test names another. */
   readonly bwrap: string;
+  /** Folders the CLI sees empty (the host's Redis folder); each must exist. */
+  readonly hidden?: readonly string[];
 }
 
 /** The argument array that runs `command args` in the sandbox; pure, so it is tested by table. */
@@ -30,6 +37,7 @@ export function sandboxedCommand(
     .map((path) => `/tmp/${path.slice(5).split('/')[0]}`)
     .filter((path, i, all) => path !== '/tmp/' && all.indexOf(path) === i && existsSync(path));
   const visible = underTmp.flatMap((path) => ['--ro-bind', path, path]);
+  const hidden = (sandbox.hidden ?? []).flatMap((path) => ['--tmpfs', path]);
   return {
     command: sandbox.bwrap,
     args: [
@@ -38,12 +46,15 @@ export function sandboxedCommand(
       '/',
       '--dev',
       '/dev',
+      // Its own PID namespace, and a /proc that shows only it: no host process, no host environ.
+      '--unshare-pid',
       '--proc',
       '/proc',
       // A private /tmp first, so a checkout under /tmp is bound on top of it, not hidden by it.
       '--tmpfs',
       '/tmp',
       ...visible,
+      ...hidden,
       ...binds,
       '--bind',
       run.cwd,

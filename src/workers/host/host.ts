@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type Config, DEFAULT_SLOTS } from '../../shared/config.js';
@@ -258,7 +259,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     },
     missions: new Map(),
     holdFetching: hold,
-    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.sandbox ? { sandbox: withHidden(options.sandbox, config.home) } : {}),
     ...(signingKey ? { signingKey } : {}),
   };
 
@@ -422,4 +423,10 @@ export async function startHost(options: HostOptions): Promise<Host> {
     // The claim on the id goes last, whatever Redis did: the id is free once this host is gone.
     close: (closeOptions) => close(closeOptions).finally(() => claim.release()),
   };
+}
+
+/** The sandbox with what the host keeps of the cluster hidden from agents: the machine's Redis folder. */
+function withHidden(sandbox: Sandbox, home: string): Sandbox {
+  const redisDir = join(home, 'redis');
+  return existsSync(redisDir) ? { ...sandbox, hidden: [...(sandbox.hidden ?? []), redisDir] } : sandbox;
 }

@@ -42,6 +42,7 @@ describe('sandboxedCommand', () => {
         '/',
         '--dev',
         '/dev',
+        '--unshare-pid',
         '--proc',
         '/proc',
         '--tmpfs',
@@ -122,6 +123,49 @@ describe('a sandboxed host', () => {
     const result = run?.files?.['result.md'] ?? '';
     expect(result).toMatch(/escaped\.txt.*: exit 1\n\n\s+```\n\s+EROFS\n/);
     expect(result).toMatch(/flotilla-sandbox-probe-.*: exit 0\n\n\s+```\n\s+wrote\n/);
+  });
+
+  it("hides the host's processes and the machine's Redis folder from the agent", async () => {
+    const redisDir = join(cluster.config.home, 'redis');
+    await mkdir(redisDir, { recursive: true });
+    await writeFile(join(redisDir, 'secret'), 'home-secret-for-the-test');
+    await cluster.addHost({ hostId: 'sandboxed-2', sandbox: { bwrap: 'bwrap' } });
+    const probe = (script: string) =>
+      `- run: { argv: [node, -e, ${JSON.stringify(script)}], allow_failure: true }`;
+    const status = await cluster.run(
+      [
+        'goal: Look for the cluster from inside the sandbox',
+        'workspace: ./ws',
+        'defaults: { max_attempts: 1, timeout: 60s }',
+        'tasks:',
+        '  - id: look',
+        '    title: Look around',
+        '    critic: false',
+        '    capability: code_implementation',
+        '    exit_criteria: ["test -f inside.txt"]',
+        '    description: |',
+        indent(
+          sim(
+            [
+              probe(`const fs = require('fs'); console.log('pids ' + fs.readdirSync('/proc').filter((n) => /^[0-9]+$/.test(n)).length)`),
+              probe(`try { require('fs').readFileSync('/proc/${process.pid}/environ'); console.log('host environ read') } catch (e) { console.log('environ ' + e.code) }`),
+              probe(`console.log('redis dir [' + require('fs').readdirSync(${JSON.stringify(redisDir)}).join(',') + ']')`),
+              '- write: { path: inside.txt, content: "ok" }',
+            ].join('\n'),
+          ),
+        ),
+      ].join('\n'),
+    );
+    const run = (await cluster.client.store.getAudit(status.id)).find((e) => e.stage === 'run');
+    expect(status.tasks[0]?.status, JSON.stringify(run)).toBe('completed');
+    const result = run?.files?.['result.md'] ?? '';
+    // bwrap, the sim and the probe: a handful, never the host's hundreds.
+    const pids = Number(/pids (\d+)/.exec(result)?.[1]);
+    expect(pids).toBeGreaterThan(0);
+    expect(pids).toBeLessThan(10);
+    expect(result).toContain('environ ENOENT');
+    expect(result).not.toContain('host environ read');
+    expect(result).toContain('redis dir []');
   });
 
   it('refuses to start when bwrap is not installed', async () => {
