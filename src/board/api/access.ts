@@ -1,6 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { isLoopback, sameSecret } from '../auth.js';
 import { API_ERROR_CODES, ApiError, sendError } from './errors.js';
+import type { ApiAccess } from './options.js';
+
+export type { ApiAccess } from './options.js';
 
 /**
  * Who may use the API. It submits missions that run agent CLIs, so it is never less protected than
@@ -8,10 +11,6 @@ import { API_ERROR_CODES, ApiError, sendError } from './errors.js';
  * without one it answers only where the board itself needs no credentials (loopback, no board
  * user), and otherwise refuses every request, as the board refuses to listen beyond loopback.
  */
-export type ApiAccess =
-  | { readonly kind: 'token'; readonly token: string }
-  | { readonly kind: 'open' }
-  | { readonly kind: 'off'; readonly reason: string };
 
 export function decideApiAccess(input: {
   host: string;

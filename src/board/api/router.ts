@@ -1,12 +1,12 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { FlotillaClient } from '../../producer/client.js';
 import { checkMissionObject, checkMissionText, type LoadedMission } from '../../producer/load.js';
 import { isFlotillaError, type Problem } from '../../shared/errors.js';
 import { isCrossSiteWrite } from '../auth.js';
-import { type ApiAccess, apiAccess } from './access.js';
+import { apiAccess } from './access.js';
 import { API_ERROR_CODES, ApiError, apiErrorHandler } from './errors.js';
 import { streamEvents } from './event-stream.js';
 import { openApiDocument } from './openapi.js';
+import type { ApiOptions } from './options.js';
 import { parseJsonBody, readBody } from './read-body.js';
 import { answerRequestSchema } from './schemas.js';
 
@@ -16,18 +16,7 @@ import { answerRequestSchema } from './schemas.js';
  * client, so a mission is validated by the same loader and signed with the same secret as the
  * CLI's. openapi.ts documents these routes; a test holds the two to each other.
  */
-export interface ApiOptions {
-  /** The producer's client that submits (its workspace preparation included); the caller closes it. */
-  readonly client: FlotillaClient;
-  readonly access: ApiAccess;
-  /** Where agent files of submitted missions are read; default FLOTILLA_AGENTS, then ./agents. */
-  readonly agentsDir?: string;
-  /** Capability terms the adapters add (a term in neither is a warning, as for `flotilla submit`). */
-  readonly adapterCapabilities?: readonly string[];
-  /** How long one XREAD of the event stream blocks; default the client's (1 s). */
-  readonly pollMs?: number;
-  readonly onError?: (error: unknown) => void;
-}
+export type { ApiOptions } from './options.js';
 
 const MISSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const DEFAULT_LIST = 50;

@@ -197,5 +197,9 @@ async function sandboxFor(sandbox: Sandbox, adapter: Adapter) {
     ...adapter.config.env,
   });
   for (const dir of create) await mkdir(dir, { recursive: true });
-  return { bwrap: sandbox.bwrap, writable: existing(paths) };
+  return {
+    bwrap: sandbox.bwrap,
+    writable: existing(paths),
+    ...(sandbox.hidden ? { hidden: sandbox.hidden } : {}),
+  };
 }

@@ -41,7 +41,11 @@ export interface SpawnInput {
     readonly own?: readonly string[];
   };
   /** Run under bubblewrap, with only the cwd, /tmp and these paths writable. */
-  readonly sandbox?: { readonly bwrap: string; readonly writable: readonly string[] };
+  readonly sandbox?: {
+    readonly bwrap: string;
+    readonly writable: readonly string[];
+    readonly hidden?: readonly string[];
+  };
 }
 
 export type OutputStream = 'stdout' | 'stderr';
