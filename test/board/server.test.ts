@@ -348,7 +348,9 @@ describe('board: mission view in a real browser', () => {
     cleanups.push(() => context.close());
     const page = await context.newPage();
     await page.goto(`${boardServer.url}/hosts`);
-    expect(await page.locator('tr[data-host="mac-mini-2"] td.host-facts').innerText()).toContain('darwin/arm64');
+    expect(await page.locator('tr[data-host="mac-mini-2"] td.host-facts').innerText()).toContain(
+      'darwin/arm64',
+    );
     expect(await page.locator('tr[data-host="build-linux-1"] td.host-facts').innerText()).toContain(
       'docker absent',
     );
