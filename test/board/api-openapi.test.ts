@@ -68,6 +68,8 @@ describe('the OpenAPI document', () => {
       [
         'Answer',
         'Answered',
+        'Approve',
+        'Approved',
         'Cancelled',
         'Error',
         'Mission',

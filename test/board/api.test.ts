@@ -406,6 +406,69 @@ describe('the board API on a cluster', () => {
     expect((await post(`/missions/${id}/answer`, 'task: paint', 'application/yaml')).status).toBe(415);
   });
 
+  it('approves and rejects a task held by approve: human, as flotilla approve does', async () => {
+    const ws = await workspace();
+    const yaml = [
+      'goal: An approval over HTTP',
+      `workspace: ${ws}`,
+      'defaults: { backoff: 200ms, max_attempts: 2 }',
+      'tasks:',
+      ...simTask('schema', '- write: {path: schema.txt, content: "v1"}', ['    approve: human']),
+    ].join('\n');
+    const { id } = (await (await post('/missions', yaml, 'application/yaml')).json()) as { id: string };
+    const heldAt = async (attempt: number) => {
+      for (let i = 0; i < 600; i++) {
+        const t = (await cluster.client.status(id)).tasks[0];
+        if (t?.status === 'awaiting_approval' && t.attempts === attempt) return;
+        await sleep(100);
+      }
+      throw new Error(`attempt ${attempt} never held`);
+    };
+    await heldAt(1);
+    const rejected = await post(
+      `/missions/${id}/approve`,
+      JSON.stringify({ task: 'schema', reject: 'name it schema.sql', by: 'ci-bot' }),
+      'application/json',
+    );
+    expect(rejected.status).toBe(200);
+    expect(await rejected.json()).toEqual({ task: 'schema', attempt: 1, verdict: 'reject', by: 'ci-bot' });
+    await heldAt(2);
+    const approved = await post(
+      `/missions/${id}/approve`,
+      JSON.stringify({ task: 'schema' }),
+      'application/json',
+    );
+    expect(await approved.json()).toEqual({
+      task: 'schema',
+      attempt: 2,
+      verdict: 'approve',
+      by: 'the HTTP API',
+    });
+    const final = await cluster.client.wait(id, { pollMs: 200, timeoutMs: 120_000 });
+    expect(final.status).toBe('done');
+    expect(final.tasks[0]).toMatchObject({
+      attempts: 2,
+      approval: { verdict: 'approved', by: 'the HTTP API' },
+    });
+    const audit = await cluster.client.store.getAudit(id);
+    expect(audit.some((e) => e.message.includes('rejected by ci-bot: name it schema.sql'))).toBe(true);
+
+    const late = await post(
+      `/missions/${id}/approve`,
+      JSON.stringify({ task: 'schema' }),
+      'application/json',
+    );
+    expect(late.status).toBe(409);
+    expect((await errorOf(late)).message).toBe('task schema is completed, not waiting for approval');
+    const bad = await post(
+      `/missions/${id}/approve`,
+      JSON.stringify({ task: 'schema', reject: ' ' }),
+      'application/json',
+    );
+    expect(bad.status).toBe(422);
+    expect((await errorOf(bad)).problems?.map((p) => p.path)).toEqual(['reject']);
+  });
+
   it('closes the Redis reader of an event stream when its client goes away', async () => {
     const ws = await workspace();
     const mission = {

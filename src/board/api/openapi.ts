@@ -129,6 +129,28 @@ const paths = {
       },
     },
   },
+  '/missions/{id}/approve': {
+    post: {
+      operationId: 'approveTask',
+      summary: 'Approve or reject a task held by approve: human (as `flotilla approve`)',
+      parameters: [missionId],
+      requestBody: { required: true, content: json('Approve') },
+      responses: {
+        '200': {
+          description: 'The verdict was sent; a worker host merges the attempt or retries it.',
+          content: json('Approved'),
+        },
+        '400': respond('BadRequest'),
+        '404': respond('NotFound'),
+        '409': errorResponse(
+          'The task is not waiting for approval, or another verdict for the attempt came first.',
+        ),
+        '415': errorResponse('Not a JSON body.'),
+        '422': respond('Invalid'),
+        ...common,
+      },
+    },
+  },
   '/openapi.json': {
     get: {
       operationId: 'openApi',

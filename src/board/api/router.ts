@@ -8,7 +8,7 @@ import { streamEvents } from './event-stream.js';
 import { openApiDocument } from './openapi.js';
 import type { ApiOptions } from './options.js';
 import { parseJsonBody, readBody } from './read-body.js';
-import { answerRequestSchema } from './schemas.js';
+import { answerRequestSchema, approveRequestSchema } from './schemas.js';
 
 /**
  * The board's HTTP API, mounted at /api/v1: what `flotilla submit`, `status`, `status --watch`,
@@ -145,6 +145,44 @@ export function createApiRouter(options: ApiOptions): Router {
       res.json({ task, attempt });
     } catch (error) {
       // The client says `usage` for a task that is not (or no longer) waiting for an answer.
+      if (isFlotillaError(error, 'usage'))
+        throw new ApiError(409, API_ERROR_CODES.taskNotWaiting, error.message);
+      throw error;
+    }
+  });
+
+  router.post('/missions/:id/approve', async (req, res) => {
+    const id = missionIdOf(req);
+    const body = await readBody(req, res, ['json']);
+    const parsed = approveRequestSchema.safeParse(parseJsonBody(body.text));
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => ({
+        file: '',
+        path: issue.path.join('.'),
+        message: issue.message,
+      }));
+      throw invalid(problems, 'verdict');
+    }
+    const { task, reject, by } = parsed.data;
+    const { spec } = await client.store.getMission(id);
+    if (!spec.tasks.some((t) => t.id === task)) {
+      throw new ApiError(404, API_ERROR_CODES.taskNotFound, `mission ${id} has no task '${task}'`);
+    }
+    try {
+      const sent = await client.approve(id, task, {
+        ...(reject !== undefined ? { reject } : {}),
+        by: by ?? 'the HTTP API',
+      });
+      if (!sent.counted) {
+        throw new ApiError(
+          409,
+          API_ERROR_CODES.taskNotWaiting,
+          `${task} attempt ${sent.attempt} was already ${sent.sent.verdict === 'approve' ? 'approved' : 'rejected'} by ${sent.sent.by ?? 'someone'}`,
+        );
+      }
+      res.json({ task, attempt: sent.attempt, verdict: sent.sent.verdict, by: sent.sent.by ?? '' });
+    } catch (error) {
+      // The client says `usage` for a task that is not (or no longer) waiting for approval.
       if (isFlotillaError(error, 'usage'))
         throw new ApiError(409, API_ERROR_CODES.taskNotWaiting, error.message);
       throw error;

@@ -135,6 +135,35 @@ export const answeredSchema = z
   .object({ task: z.string(), attempt: z.number().int() })
   .register(apiRegistry, { id: 'Answered', description: 'The task resumes as this attempt.' });
 
+export const approveRequestSchema = z
+  .strictObject({
+    task: z.string().min(1),
+    reject: z
+      .string()
+      .trim()
+      .min(1)
+      .optional()
+      .describe('reject the attempt, saying why (the next attempt reads it)'),
+    by: z.string().trim().min(1).max(200).optional().describe('who decides, for the audit trail'),
+  })
+  .register(apiRegistry, {
+    id: 'Approve',
+    description:
+      "A person's verdict on a task held by approve: human: approve it, or reject it with a reason.",
+  });
+
+export const approvedSchema = z
+  .object({
+    task: z.string(),
+    attempt: z.number().int(),
+    verdict: z.enum(['approve', 'reject']),
+    by: z.string(),
+  })
+  .register(apiRegistry, {
+    id: 'Approved',
+    description: 'The verdict sent; a worker host merges or retries the attempt.',
+  });
+
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const statusIsTheContract: Same<z.output<typeof missionStatusSchema>, MissionStatusJson> = true;
 const eventIsTheContract: Same<z.output<typeof missionEventSchema>, MissionEvent> = true;
