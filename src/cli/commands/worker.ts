@@ -41,6 +41,21 @@ async function serve(args: WorkerArgs, config: Config, io: Io): Promise<number> 
   const probe = await connectOrFail(redisUrl);
   probe.disconnect();
   const logger = createLogger({ level: config.logLevel });
+  // Listening before the host starts: a signal that comes while it starts (or right after its
+  // "serving" line, before the handlers below) is kept and acted on once it has started, instead
+  // of killing the process with nothing drained; a second one exits at once.
+  const early: string[] = [];
+  const keep = (signal: string) => {
+    early.push(signal);
+    // A second one while it still starts: the person means now.
+    if (early.length > 1) process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.on('SIGTERM', keep);
+  process.on('SIGINT', keep);
+  const stopKeeping = () => {
+    process.off('SIGTERM', keep);
+    process.off('SIGINT', keep);
+  };
   const host = await startHost({
     config,
     redisUrl,
@@ -53,6 +68,9 @@ async function serve(args: WorkerArgs, config: Config, io: Io): Promise<number> 
     pruneCaches: true,
     ...(args.sandbox ? { sandbox: { bwrap: 'bwrap' } } : {}),
     ...(args.facts ? { facts: args.facts } : {}),
+  }).catch((error: unknown) => {
+    stopKeeping();
+    throw error;
   });
   if (host.clis.length === 0) {
     logger.warn('no agent CLI detected on this host: it serves verify, critic and mission only');
@@ -80,6 +98,8 @@ async function serve(args: WorkerArgs, config: Config, io: Io): Promise<number> 
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
+    stopKeeping();
+    for (const signal of early) onSignal(signal);
   });
 }
 
