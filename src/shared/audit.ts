@@ -65,6 +65,8 @@ export type AuditEvent =
       readonly tier?: string;
       readonly model?: string;
       readonly cliVersion?: string;
+      /** The platform of the machine it ran on (`linux/x64`), as the host detected it. */
+      readonly platform?: string;
       /** Why this attempt ran at this tier or on this CLI (escalate:), when it escalated. */
       readonly escalation?: string;
       /** The attempt's commit on its ref. */

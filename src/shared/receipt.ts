@@ -34,6 +34,8 @@ export interface ReceiptAttempt {
    * Absent for attempts nobody had to approve, so receipts made before it read the same.
    */
   readonly approval?: { readonly verdict: string; readonly by: string | null; readonly at: string };
+  /** The platform of the machine the run was on (`linux/x64`); absent in trails written before it was recorded. */
+  readonly platform?: string;
   /** The audit entries (chain numbers) these facts were read from. */
   readonly entries: readonly number[];
 }

@@ -46,6 +46,7 @@ const trail = chained('m1', [
     event: {
       ...RUN,
       cliVersion: '0.1.0',
+      platform: 'linux/x64',
       tier: 'execution',
       model: 'sim-medium',
       commit: 'c1'.repeat(20),
@@ -149,6 +150,7 @@ describe('buildReceipt', () => {
             host: 'h1',
             cli: 'sim',
             cliVersion: '0.1.0',
+            platform: 'linux/x64',
             modelTier: 'execution',
             model: 'sim-medium',
             escalation: null,

@@ -261,6 +261,7 @@ export async function startHost(options: HostOptions): Promise<Host> {
     holdFetching: hold,
     ...(options.sandbox ? { sandbox: withHidden(options.sandbox, config.home) } : {}),
     ...(signingKey ? { signingKey } : {}),
+    platform: `${facts.os}/${facts.arch}`,
   };
 
   const servedCapabilities = () => {

@@ -43,6 +43,8 @@ export interface HostContext {
   readonly onAdvertisedChange: () => Promise<void>;
   /** Signs mission receipts at finalize (FLOTILLA_SIGNING_KEY); without it receipts are unsigned. */
   readonly signingKey?: KeyObject;
+  /** The machine this host runs on, as detected (platform, arch); recorded with each run. */
+  readonly platform?: string;
   /** Specs are immutable once submitted, so a host reads each mission's once. */
   readonly missions: Map<string, MissionRecord>;
   /** `flotilla worker --sandbox`: every agent CLI runs under bwrap. */

@@ -93,6 +93,7 @@ function attemptFacts(attempt: number, entries: readonly AuditEntry[]): ReceiptA
     gate: text(eventOf(gate).action),
     commit: text(runEvent.commit),
     mergeCommit: text(eventOf(gate).commit),
+    ...(text(runEvent.platform) ? { platform: text(runEvent.platform) as string } : {}),
     ...(verdictEntry
       ? { approval: { verdict: text(verdict.approval) ?? '', by: text(verdict.by), at: verdictEntry.at } }
       : {}),

@@ -295,6 +295,7 @@ async function runInCheckout(ctx: HostContext, input: RunInput): Promise<RunResu
       tier: facts.modelTier,
       ...(model ? { model } : {}),
       ...(input.cli.version ? { cliVersion: input.cli.version } : {}),
+      ...(ctx.platform ? { platform: ctx.platform } : {}),
       ...(facts.escalation ? { escalation: facts.escalation } : {}),
     },
     ...(input.setupLog ? { setupLog: input.setupLog } : {}),

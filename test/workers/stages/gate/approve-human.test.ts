@@ -88,13 +88,17 @@ describe('approve: human', () => {
     ]);
     const receipt = await runFlotilla(stage.cluster, ['receipt', id]);
     const body = JSON.parse(receipt.stdout) as {
-      tasks: { id: string; attempts: { approval?: unknown }[] }[];
+      tasks: { id: string; attempts: { approval?: unknown; platform?: string }[] }[];
     };
     expect(body.tasks.find((t) => t.id === 'schema')?.attempts[0]?.approval).toMatchObject({
       verdict: 'approved',
       by: 'alice',
     });
     expect(body.tasks.find((t) => t.id === 'api')?.attempts[0]?.approval).toBeUndefined();
+    // The machine each attempt ran on, as its host detected it.
+    expect(body.tasks.find((t) => t.id === 'api')?.attempts[0]).toMatchObject({
+      platform: `${process.platform === 'win32' ? 'windows' : process.platform}/${process.arch}`,
+    });
 
     // Nothing waits any more: a second verdict is refused with the task's state.
     const again = await runFlotilla(stage.cluster, ['approve', id, 'schema']);
