@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { defaultPerson, sendVerdict } from '../producer/approve.js';
+import { alreadyDecided, defaultPerson, sendVerdict } from '../producer/approve.js';
 import { FlotillaError, isFlotillaError } from '../shared/errors.js';
 import { QueueSet } from '../shared/queue/queues.js';
 import type { RedisClient } from '../shared/redis.js';
@@ -273,12 +273,11 @@ export async function createBoardServer(options: BoardServerOptions): Promise<Bo
           String(req.params.task),
           { by, ...(body.verdict === 'reject' ? { reject: reason } : {}) },
         );
-        const what = sent.sent.verdict === 'approve' ? 'approved' : 'rejected';
         res.status(sent.counted ? 200 : 409).json({
           counted: sent.counted,
           message: sent.counted
-            ? `attempt ${sent.attempt} ${what} by ${by}`
-            : `attempt ${sent.attempt} was already ${what} by ${sent.sent.by ?? 'someone'}`,
+            ? `attempt ${sent.attempt} ${sent.sent.verdict === 'approve' ? 'approved' : 'rejected'} by ${by}`
+            : alreadyDecided(String(req.params.task), sent),
         });
       } catch (error) {
         if (isFlotillaError(error, 'usage')) {

@@ -52,6 +52,12 @@ export async function sendVerdict(
   return { attempt: state.attempts, counted: added, sent };
 }
 
+/** What a verdict that did not count says: whose came first for the attempt (`sent`), and when. */
+export function alreadyDecided(taskId: string, sent: SentVerdict): string {
+  const what = sent.sent.verdict === 'approve' ? 'approved' : 'rejected';
+  return `${taskId} attempt ${sent.attempt} was already ${what} by ${sent.sent.by ?? 'someone'} at ${sent.sent.at}; that verdict counts`;
+}
+
 /** Who decides when nobody says: FLOTILLA_USER, else the login name and machine (`alice@laptop`). */
 export function defaultPerson(): string {
   const named = process.env.FLOTILLA_USER?.trim();

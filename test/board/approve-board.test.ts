@@ -1,12 +1,12 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text a person reads.
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BoardServer, createBoardServer } from '../../src/board/server.js';
 import type { MissionStatusJson } from '../../src/shared/contracts.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 import { ROOT } from '../helpers/paths.js';
 import { until } from '../helpers/worker-process.js';
@@ -17,17 +17,6 @@ import { until } from '../helpers/worker-process.js';
  * Who decided is the board's user. The route takes no verdict from another origin or without a
  * reason to reject.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const USER = 'alice';
 const PASSWORD = 'board-password-for-the-test';
 
@@ -43,7 +32,6 @@ describe('approve: human on the board', () => {
   let dir: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     cluster = await startCluster({ hosts: 1, env: { FLOTILLA_SECRET: 'board-approve-secret' } });
     board = await createBoardServer({
       redis: cluster.client.redis,
@@ -54,7 +42,7 @@ describe('approve: human on the board', () => {
       password: PASSWORD,
       verdicts: { secret: cluster.config.secret },
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     dir = await mkdtemp(join(tmpdir(), 'flotilla-approve-board-'));
   });
   afterAll(async () => {

@@ -1,11 +1,11 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text a person reads.
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BoardServer, createBoardServer } from '../../src/board/server.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { indent, sim, startCluster, type TestCluster } from '../helpers/flotilla.js';
 import { ROOT } from '../helpers/paths.js';
 import { until } from '../helpers/worker-process.js';
@@ -14,17 +14,6 @@ import { until } from '../helpers/worker-process.js';
  * The board's task detail shows a running task's output as its CLI prints it, in Chromium: the
  * tail grows while the run goes on, and gives way to the attempt once the run is over.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 describe('board: a running task live', () => {
   let cluster: TestCluster;
@@ -33,7 +22,6 @@ describe('board: a running task live', () => {
   let dir: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     cluster = await startCluster({ hosts: 1 });
     board = await createBoardServer({
       redis: cluster.client.redis,
@@ -41,7 +29,7 @@ describe('board: a running task live', () => {
       host: '127.0.0.1',
       port: 0,
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     dir = await mkdtemp(join(tmpdir(), 'flotilla-live-tail-'));
   });
   afterAll(async () => {

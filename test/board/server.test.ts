@@ -1,10 +1,9 @@
 // biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's innerText is the rendered text a person reads, which is what these tests check.
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Queue } from 'bullmq';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BoardServer, createBoardServer } from '../../src/board/server.js';
 import { board } from '../../src/cli/commands/board.js';
@@ -18,23 +17,13 @@ import { connectOrFail, type RedisClient } from '../../src/shared/redis.js';
 import { type AuditInput, MissionStore } from '../../src/shared/store/mission-store.js';
 import { type HostInfo, publishHost } from '../../src/shared/store/registry.js';
 import { formatSummary } from '../../src/workers/stages/finalize/summary.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { taskSpec } from '../helpers/factories.js';
 import { getFreePort } from '../helpers/free-port.js';
 import { leakCheck, trackConnection } from '../helpers/leak-check.js';
 import { ROOT } from '../helpers/paths.js';
 import { type RedisHandle, startRedis } from '../helpers/redis-server.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const EVIL_TITLE = 'Set up the <script>window.__xss = 1; alert(1)</script> project';
 
 let server: RedisHandle;
@@ -364,8 +353,7 @@ describe('board: mission view in a real browser', () => {
   let browser: Browser | undefined;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

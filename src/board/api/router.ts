@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { alreadyDecided } from '../../producer/approve.js';
 import { checkMissionObject, checkMissionText, type LoadedMission } from '../../producer/load.js';
 import { isFlotillaError, type Problem } from '../../shared/errors.js';
 import { isCrossSiteWrite } from '../auth.js';
@@ -174,11 +175,7 @@ export function createApiRouter(options: ApiOptions): Router {
         by: by ?? 'the HTTP API',
       });
       if (!sent.counted) {
-        throw new ApiError(
-          409,
-          API_ERROR_CODES.taskNotWaiting,
-          `${task} attempt ${sent.attempt} was already ${sent.sent.verdict === 'approve' ? 'approved' : 'rejected'} by ${sent.sent.by ?? 'someone'}`,
-        );
+        throw new ApiError(409, API_ERROR_CODES.taskNotWaiting, alreadyDecided(task, sent));
       }
       res.json({ task, attempt: sent.attempt, verdict: sent.sent.verdict, by: sent.sent.by ?? '' });
     } catch (error) {

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { FlotillaClient } from '../../client.js';
+import { alreadyDecided } from '../../producer/approve.js';
 import { loadMission } from '../../producer/load.js';
 import type { Config } from '../../shared/config.js';
 import { ATTEMPT_REF_PREFIX, type DeliveryStatus } from '../../shared/contracts.js';
@@ -206,11 +207,10 @@ export async function approve(
       ...(args.reject !== undefined ? { reject: args.reject } : {}),
       ...(args.by ? { by: args.by } : {}),
     };
-    const { attempt, counted, sent } = await client.approve(args.id, args.task, verdict);
-    if (!counted) {
-      io.err(
-        `flotilla: ${args.task} attempt ${attempt} was already ${sent.verdict === 'approve' ? 'approved' : 'rejected'} by ${sent.by ?? 'someone'} at ${sent.at}; that verdict counts`,
-      );
+    const result = await client.approve(args.id, args.task, verdict);
+    const { attempt, sent } = result;
+    if (!result.counted) {
+      io.err(`flotilla: ${alreadyDecided(args.task, result)}`);
       return 1;
     }
     io.out(

@@ -50,17 +50,23 @@ export function contendedDelayMs(random = Math.random()): number {
   return 1_000 + Math.floor(random * 2_000);
 }
 
+/** A gate-queue job's mission and task, once its signature is checked. */
+async function signedTask(ctx: HostContext, job: Job<StageJobData>) {
+  assertSigned(ctx, job);
+  const { missionId, taskId } = job.data;
+  const { spec, meta } = await missionRecord(ctx, missionId);
+  const task = spec.tasks.find((t) => t.id === taskId);
+  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
+  return { spec, meta, task };
+}
+
 export async function gateAttempt(
   ctx: HostContext,
   job: Job<StageJobData>,
   token?: string,
 ): Promise<{ action: string }> {
-  assertSigned(ctx, job);
-  const { missionId, taskId, attempt } = job.data;
-  const { spec, meta } = await missionRecord(ctx, missionId);
-  const task = spec.tasks.find((t) => t.id === taskId);
-  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
-
+  const { spec, meta, task } = await signedTask(ctx, job);
+  const { missionId, attempt } = job.data;
   const result: CriticResult = (await childValue<CriticResult>(job)) ?? {
     verify: lostRun((await ignoredChildFailure(job)) ?? 'the critic job failed'),
     ran: false,
@@ -82,11 +88,8 @@ export async function verdictOnHeld(
   job: Job<ApprovalJobData>,
   token?: string,
 ): Promise<{ action: string }> {
-  assertSigned(ctx, job);
+  const { spec, meta, task } = await signedTask(ctx, job);
   const { missionId, taskId, attempt } = job.data;
-  const { spec, meta } = await missionRecord(ctx, missionId);
-  const task = spec.tasks.find((t) => t.id === taskId);
-  if (!task) throw new FlotillaError('internal', `mission ${missionId} has no task ${taskId}`);
   const state = await ctx.store.getTask(missionId, taskId);
   if (state?.status !== 'awaiting_approval' || state.attempts !== attempt || !state.held) {
     return { action: 'stale' };
